@@ -1,0 +1,3 @@
+module burnlab/gateway
+
+go 1.26

@@ -1,0 +1,332 @@
+// Package redact removes PII from a token stream before it is forwarded:
+// e-mail addresses, phone numbers, payment card numbers (Luhn-checked) and
+// provider API keys (sk-…), also when one is split across events.
+//
+// Splits are handled by holding back the tail of the text seen so far that
+// could still become part of a match — a trailing run of address-like or
+// number-like characters — and prepending it to the next piece. The hold is
+// bounded (MaxHold) and flushed at the end of the stream. The redactor scans
+// bytes by hand rather than with regexps: it runs on every event of every
+// stream, where the gateway's budget is about 2x a plain proxy.
+package redact
+
+import "bytes"
+
+// Kind is a class of PII.
+type Kind int
+
+// The kinds, in the order their counters are reported.
+const (
+	Email Kind = iota
+	Phone
+	Card
+	APIKey
+	NumKinds
+)
+
+var kindNames = [NumKinds]string{"email", "phone", "card", "api_key"}
+
+var replacements = [NumKinds]string{
+	"[REDACTED:EMAIL]", "[REDACTED:PHONE]", "[REDACTED:CARD]", "[REDACTED:API_KEY]",
+}
+
+// String is the kind's metric label value.
+func (k Kind) String() string { return kindNames[k] }
+
+// MaxHold bounds the held-back tail: nothing this long is an address, a
+// number or a key the redactor recognises, so a longer run is released.
+const MaxHold = 256
+
+// Redactor redacts one stream. The zero value is ready to use.
+type Redactor struct {
+	pending []byte
+	work    []byte
+	matches []match
+	prev    byte // last byte released, the left context of pending
+	counts  [NumKinds]int
+}
+
+type match struct {
+	start, end int
+	kind       Kind
+}
+
+// Counts reports how many of each kind were redacted so far.
+func (r *Redactor) Counts() [NumKinds]int { return r.counts }
+
+// Redact appends to dst the redacted text that is safe to release once text
+// follows what came before, and holds back the rest.
+func (r *Redactor) Redact(dst, text []byte) []byte {
+	r.work = append(append(r.work[:0], r.pending...), text...)
+	w := r.work
+	r.matches = scan(r.matches[:0], w, r.prev)
+	h := holdStart(w)
+	if len(w)-h > MaxHold {
+		h = len(w)
+	}
+	for _, m := range r.matches {
+		if m.start < h && m.end > h {
+			h = m.start
+		}
+	}
+	dst = r.release(dst, w[:h])
+	r.pending = append(r.pending[:0], w[h:]...)
+	return dst
+}
+
+// Flush appends the held tail, redacted, at the end of the stream.
+func (r *Redactor) Flush(dst []byte) []byte {
+	w := append(r.work[:0], r.pending...)
+	r.work = w
+	r.matches = scan(r.matches[:0], w, r.prev)
+	dst = r.release(dst, w)
+	r.pending = r.pending[:0]
+	return dst
+}
+
+// Pending reports whether a tail is held back.
+func (r *Redactor) Pending() bool { return len(r.pending) > 0 }
+
+// release appends seg with every match inside it replaced; r.matches were
+// found in the buffer seg starts.
+func (r *Redactor) release(dst, seg []byte) []byte {
+	at := 0
+	for _, m := range r.matches {
+		if m.end > len(seg) {
+			break
+		}
+		dst = append(dst, seg[at:m.start]...)
+		dst = append(dst, replacements[m.kind]...)
+		r.counts[m.kind]++
+		at = m.end
+	}
+	dst = append(dst, seg[at:]...)
+	if len(seg) > 0 {
+		r.prev = seg[len(seg)-1]
+	}
+	return dst
+}
+
+// Text redacts a complete text at once: no hold, no stream state. It
+// returns text itself when there is nothing to redact.
+func Text(text []byte) ([]byte, [NumKinds]int) {
+	var r Redactor
+	r.matches = scan(nil, text, 0)
+	if len(r.matches) == 0 {
+		return text, r.counts
+	}
+	out := r.release(make([]byte, 0, len(text)+32), text)
+	return out, r.counts
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isLocal(c byte) bool {
+	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
+}
+func isDomain(c byte) bool { return isAlnum(c) || c == '.' || c == '-' }
+func isKey(c byte) bool    { return isAlnum(c) || c == '_' || c == '-' }
+func isNumSep(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' }
+
+// holdStart returns where the tail that could still grow into a match
+// begins: the trailing run of address or key characters, or the trailing
+// run of a phone or card number, whichever starts earlier.
+func holdStart(w []byte) int {
+	h := len(w)
+	for h > 0 && (isLocal(w[h-1]) || w[h-1] == '@') {
+		h--
+	}
+	n := len(w)
+	for n > 0 && (isDigit(w[n-1]) || isNumSep(w[n-1]) || w[n-1] == '+') {
+		n--
+	}
+	for n < len(w) && !numberStart(w[n]) {
+		n++
+	}
+	return min(h, n)
+}
+
+func numberStart(c byte) bool { return isDigit(c) || c == '+' || c == '(' }
+
+// scan appends the matches in w, in order and without overlaps. prev is the
+// byte before w (0 at the start of the stream).
+func scan(ms []match, w []byte, prev byte) []match {
+	before := func(i int) byte {
+		if i == 0 {
+			return prev
+		}
+		return w[i-1]
+	}
+	for i := 0; i < len(w); {
+		c := w[i]
+		// Addresses first: their local part may start with digits or "sk-".
+		if isLocal(c) {
+			if s, e := emailAt(w, i, prev); e > 0 {
+				ms = append(ms, match{s, e, Email})
+				i = e
+				continue
+			}
+		}
+		if c == 's' && !isKey(before(i)) {
+			if e := keyEnd(w, i); e > 0 {
+				ms = append(ms, match{i, e, APIKey})
+				i = e
+				continue
+			}
+		}
+		if numberStart(c) && !isAlnum(before(i)) {
+			e, k, ok := numberRun(w, i)
+			if ok {
+				ms = append(ms, match{i, e, k})
+				i = e
+				continue
+			}
+			// Not a number, and never re-read in parts; but its last
+			// digits may begin an address ("call 555 123@x.io").
+			a := e
+			for a > i && isLocal(w[a-1]) {
+				a--
+			}
+			if a > i {
+				if s, end := emailAt(w, a, prev); end > 0 {
+					ms = append(ms, match{s, end, Email})
+					i = end
+					continue
+				}
+			}
+			i = max(e, i+1)
+			continue
+		}
+		i++
+	}
+	return ms
+}
+
+// keyEnd matches sk- followed by at least 20 key characters.
+func keyEnd(w []byte, i int) int {
+	if !bytes.HasPrefix(w[i:], []byte("sk-")) {
+		return 0
+	}
+	e := i + 3
+	for e < len(w) && isKey(w[e]) {
+		e++
+	}
+	if e-i-3 < 20 {
+		return 0
+	}
+	return e
+}
+
+// emailAt matches an address whose local part starts at i, if the run of
+// local characters from i reaches an '@'. Only the run's first position
+// can start one, so later positions of the same run return quickly.
+func emailAt(w []byte, i int, prev byte) (int, int) {
+	if i > 0 && isLocal(w[i-1]) || i == 0 && isLocal(prev) {
+		return 0, 0
+	}
+	at := i
+	for at < len(w) && isLocal(w[at]) {
+		at++
+	}
+	if at >= len(w) || w[at] != '@' || at-i > 64 {
+		return 0, 0
+	}
+	// A local part starts with a letter, digit or underscore, never with
+	// punctuation: ".@x.io" is not an address.
+	for i < at && !isAlnum(w[i]) && w[i] != '_' {
+		i++
+	}
+	if i == at || at+1 < len(w) && !isAlnum(w[at+1]) {
+		return 0, 0
+	}
+	e := at + 1
+	for e < len(w) && isDomain(w[e]) {
+		e++
+	}
+	for e > at+1 && (w[e-1] == '.' || w[e-1] == '-') {
+		e--
+	}
+	dom := w[at+1 : e]
+	dot := bytes.LastIndexByte(dom, '.')
+	if dot <= 0 || len(dom)-dot-1 < 2 {
+		return 0, 0
+	}
+	for _, c := range dom[dot+1:] {
+		if isDigit(c) || c == '-' {
+			return 0, 0
+		}
+	}
+	return i, e
+}
+
+// numberRun reads the number that starts at i: digits with at most two
+// separators in a row, so "+1 (555) 123-4567" is one. end is past its last
+// digit; the run is judged whole (a phone of 10–15 digits, or a Luhn-valid
+// card of 13–19), never in parts, so a long order number is not mistaken
+// for a phone inside it. ok is false when it is neither.
+func numberRun(w []byte, i int) (end int, kind Kind, ok bool) {
+	digits, seps := 0, 0
+	groupEnd, groupDigits := 0, 0 // the run up to its last separator
+	var buf [19]byte
+	j := i
+	if w[j] == '+' {
+		j++
+	}
+	for ; j < len(w); j++ {
+		c := w[j]
+		if isDigit(c) {
+			if digits < len(buf) {
+				buf[digits] = c
+			}
+			digits++
+			seps = 0
+			end = j + 1
+			continue
+		}
+		if !isNumSep(c) || seps == 2 {
+			break
+		}
+		if seps == 0 {
+			groupEnd, groupDigits = end, digits
+		}
+		seps++
+	}
+	if end == 0 {
+		return i + 1, 0, false
+	}
+	if end < len(w) && (isAlnum(w[end]) || w[end] == '@' || w[end] == '_' || w[end] == '%') {
+		// The last group is glued to a word or an address ("555 123 4567
+		// 5a@x.io"): it belongs to that, not to the number.
+		if groupEnd == 0 {
+			return end, 0, false
+		}
+		end, digits = groupEnd, groupDigits
+	}
+	switch {
+	case digits >= 13 && digits <= 19 && luhn(buf[:digits]):
+		return end, Card, true
+	case digits >= 10 && digits <= 15:
+		return end, Phone, true
+	}
+	return end, 0, false
+}
+
+// luhn reports whether the digits pass the Luhn checksum every card number
+// carries; it keeps order numbers and timestamps from being called cards.
+func luhn(d []byte) bool {
+	sum, double := 0, false
+	for i := len(d) - 1; i >= 0; i-- {
+		n := int(d[i] - '0')
+		if double {
+			n *= 2
+			if n > 9 {
+				n -= 9
+			}
+		}
+		sum += n
+		double = !double
+	}
+	return sum%10 == 0
+}

@@ -1,0 +1,128 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+func all(pieces ...string) (string, [NumKinds]int) {
+	var r Redactor
+	var out []byte
+	for _, p := range pieces {
+		out = r.Redact(out, []byte(p))
+	}
+	out = r.Flush(out)
+	return string(out), r.Counts()
+}
+
+func TestRedactsEachKind(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"mail bob.smith+lab@example.co.uk now", "mail [REDACTED:EMAIL] now"},
+		{"call +1 (555) 123-4567 today", "call [REDACTED:PHONE] today"},
+		{"call 555.123.4567.", "call [REDACTED:PHONE]."},
+		{"card 4111 1111 1111 1111 ok", "card [REDACTED:CARD] ok"},
+		{"card 4111-1111-1111-1111", "card [REDACTED:CARD]"},
+		{"key sk-proj_AbC123dEf456GhI789jKl0 used", "key [REDACTED:API_KEY] used"},
+		// Not PII: a failed Luhn check of 16 digits is too long for a phone.
+		{"order 4111 1111 1111 1112 shipped", "order 4111 1111 1111 1112 shipped"},
+		{"in 2024 we had 300 users", "in 2024 we had 300 users"},
+		{"ask-me-anything sk-short", "ask-me-anything sk-short"},
+		{"not an address: bob@localhost or a@b.c", "not an address: bob@localhost or a@b.c"},
+		{"call 555 or 123@x.io", "call 555 or [REDACTED:EMAIL]"},
+		{"id 4567abc@x.io", "id [REDACTED:EMAIL]"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got, _ := all(c.in); got != c.want {
+			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got, _ := Text([]byte(c.in)); string(got) != c.want {
+			t.Errorf("Text(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestCountsByKind(t *testing.T) {
+	_, n := all("a@example.com b@example.org, 555-123-4567, 4111111111111111, sk-aaaaaaaaaaaaaaaaaaaaaaaa")
+	want := [NumKinds]int{Email: 2, Phone: 1, Card: 1, APIKey: 1}
+	if n != want {
+		t.Fatalf("counts = %v, want %v", n, want)
+	}
+}
+
+// A token stream splits text anywhere; every split must redact exactly as
+// the whole text does.
+func TestEverySplitMatchesWholeText(t *testing.T) {
+	texts := []string{
+		"Reach me at jane.doe@mail.example.com or +44 20 7946 0958, card 5500 0000 0000 0004, key sk-live_0123456789abcdefghij.",
+		"(555) 123-4567 then x@y.io",
+		"tokens: 1 2 3 done sk-",
+	}
+	for _, text := range texts {
+		whole, _ := all(text)
+		for i := 0; i <= len(text); i++ {
+			for j := i; j <= len(text); j += 7 {
+				if got, _ := all(text[:i], text[i:j], text[j:]); got != whole {
+					t.Fatalf("split at %d,%d: %q\nwhole:          %q", i, j, got, whole)
+				}
+			}
+		}
+	}
+}
+
+func TestHoldsOnlyWhatCouldStillMatch(t *testing.T) {
+	var r Redactor
+	out := r.Redact(nil, []byte("Hello, my address is bob"))
+	if string(out) != "Hello, my address is " {
+		t.Fatalf("released %q", out)
+	}
+	out = r.Redact(out[:0], []byte("@example.com. Thanks "))
+	if string(out) != "bob@example.com. Thanks "[:0]+"[REDACTED:EMAIL]. Thanks " {
+		t.Fatalf("released %q", out)
+	}
+	if r.Pending() {
+		t.Fatal("text ending in a space still held")
+	}
+}
+
+func TestHoldIsBounded(t *testing.T) {
+	var r Redactor
+	long := strings.Repeat("a", MaxHold+10)
+	out := r.Redact(nil, []byte(long))
+	if len(out) != len(long) || r.Pending() {
+		t.Fatalf("held %d bytes of a %d-byte run", len(long)-len(out), len(long))
+	}
+}
+
+var planted = []string{
+	"jane.doe@example.com", "+1 (555) 123-4567", "4111 1111 1111 1111",
+	"sk-proj_AbC123dEf456GhI789jKl0",
+}
+
+func FuzzRedactor(f *testing.F) {
+	f.Add("mail a@b.co and 4111 1111 1111 1111", "x", 5)
+	f.Add("+1 (555) 123-4567 sk-abcdefghijklmnopqrstuvwxyz", "(555", 11)
+	f.Add("\xff\xfe@@..--  ((", "sk-", 1)
+	f.Fuzz(func(t *testing.T, head, tail string, cut int) {
+		if len(head)+len(tail) > 2*MaxHold {
+			return // the bound releases long runs early, by design
+		}
+		if cut < 0 {
+			cut = -cut
+		}
+		pii := planted[cut%len(planted)]
+		if strings.Contains(head+tail, pii) {
+			return // glued to its neighbours it may read as something else
+		}
+		text := head + ", " + pii + ", " + tail
+		whole, counts := all(text)
+		if strings.Contains(whole, pii) {
+			t.Fatalf("%q survived: %q", pii, whole)
+		}
+		cut %= len(text) + 1
+		split, splitCounts := all(text[:cut], text[cut:])
+		if split != whole || counts != splitCounts {
+			t.Fatalf("split at %d: %q %v\nwhole: %q %v", cut, split, splitCounts, whole, counts)
+		}
+	})
+}

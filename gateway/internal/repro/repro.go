@@ -1,0 +1,239 @@
+// Package repro is the write-up's standalone reproduction: it replays the same
+// synthetic long-generation streams through the baseline and the fixed
+// transcript parsers and reports latency, SLO breach rate, burn rate and
+// allocation per phase.
+package repro
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"burnlab/gateway/internal/transcript"
+	"burnlab/gateway/slo"
+)
+
+// Parser turns one stream's events into its transcript.
+type Parser func(events []string) string
+
+// Phase is one named parser to replay the traffic through.
+type Phase struct {
+	Name  string
+	Parse Parser
+}
+
+// Phases are the write-up's two phases, in its order.
+var Phases = []Phase{
+	{Name: "baseline", Parse: transcript.ParseStreamBaseline},
+	{Name: "fixed", Parse: transcript.ParseStreamFixed},
+}
+
+// PhaseByName finds one of Phases.
+func PhaseByName(name string) (Phase, error) {
+	for _, p := range Phases {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Phase{}, fmt.Errorf("unknown phase %q (want baseline or fixed)", name)
+}
+
+// Traffic is the seeded synthetic workload; the same Traffic always yields the
+// same streams.
+type Traffic struct {
+	Streams              int
+	EventsMin, EventsMax int
+	Seed                 uint64
+}
+
+// Validate rejects traffic the parsers cannot say anything about.
+func (t Traffic) Validate() error {
+	switch {
+	case t.Streams < 1:
+		return fmt.Errorf("streams must be at least 1, got %d", t.Streams)
+	case t.EventsMin < 1:
+		return fmt.Errorf("events-min must be at least 1, got %d", t.EventsMin)
+	case t.EventsMax < t.EventsMin:
+		return fmt.Errorf("events-max (%d) is below events-min (%d)", t.EventsMax, t.EventsMin)
+	}
+	return nil
+}
+
+// Payloads keep to the write-up's 24–96 characters: outside that range its
+// regexp does not match and the baseline would do almost nothing.
+const (
+	minPayload = 24
+	maxPayload = 96
+)
+
+// SynthEvents stands in for the network read: the n events of stream i.
+func (t Traffic) SynthEvents(i int) []string {
+	rng := rand.New(rand.NewPCG(t.Seed, uint64(i)))
+	n := t.EventsMin + rng.IntN(t.EventsMax-t.EventsMin+1)
+	events := make([]string, n)
+	var buf [6 + maxPayload]byte
+	for j := range events {
+		b := append(buf[:0], `data: {"i":`...)
+		b = strconv.AppendInt(b, int64(j), 10)
+		b = append(b, `,"tok":"`...)
+		size := minPayload + rng.IntN(maxPayload-minPayload+1)
+		for len(b) < 6+size-2 {
+			b = append(b, byte('a'+rng.IntN(26)))
+		}
+		b = append(b, `"}`...)
+		events[j] = string(b)
+	}
+	return events
+}
+
+// Result is what one phase measured.
+type Result struct {
+	Name       string          `json:"name"`
+	Streams    int             `json:"streams"`
+	P50MS      float64         `json:"p50_ms"`
+	P99MS      float64         `json:"p99_ms"`
+	BreachRate float64         `json:"breach_rate"`
+	BurnRate   float64         `json:"burn_rate"`
+	AllocBytes uint64          `json:"alloc_bytes"`
+	Durations  []time.Duration `json:"-"`
+}
+
+// Summary converts r for the comparison table.
+func (r Result) Summary() slo.Summary {
+	return slo.Summary{
+		Name:       r.Name,
+		P50:        time.Duration(r.P50MS * float64(time.Millisecond)),
+		P99:        time.Duration(r.P99MS * float64(time.Millisecond)),
+		BreachRate: r.BreachRate,
+		BurnRate:   r.BurnRate,
+		AllocBytes: r.AllocBytes,
+	}
+}
+
+// ErrBudget reports that a phase stopped starting streams because its time
+// budget ran out; the streams it finished are still measured.
+var ErrBudget = errors.New("phase time budget spent")
+
+// Run replays traffic through p with the given number of workers. Only the
+// parse is timed: event synthesis stands in for the network and is done
+// before the clock starts. When ctx ends (a budget), no new stream starts and
+// Run returns what finished with an error wrapping ErrBudget.
+func Run(ctx context.Context, p Phase, t Traffic, workers int) (Result, error) {
+	if err := t.Validate(); err != nil {
+		return Result{}, err
+	}
+	if workers < 1 {
+		return Result{}, fmt.Errorf("workers must be at least 1, got %d", workers)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+
+	next := make(chan int)
+	durations := make([]time.Duration, t.Streams)
+	done := make([]bool, t.Streams)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				events := t.SynthEvents(i)
+				start := time.Now()
+				p.Parse(events)
+				durations[i] = time.Since(start)
+				done[i] = true
+			}
+		})
+	}
+	var stopped error
+feed:
+	for i := range t.Streams {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			stopped = fmt.Errorf("%s after %d of %d streams: %w", p.Name, i, t.Streams, ErrBudget)
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+
+	var finished []time.Duration
+	for i, d := range durations {
+		if done[i] {
+			finished = append(finished, d)
+		}
+	}
+	return summarize(p.Name, finished, after.TotalAlloc-before.TotalAlloc), stopped
+}
+
+func summarize(name string, ds []time.Duration, alloc uint64) Result {
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	breaches := 0
+	for _, d := range sorted {
+		if d > slo.Threshold {
+			breaches++
+		}
+	}
+	return Result{
+		Name:       name,
+		Streams:    len(sorted),
+		P50MS:      ms(Quantile(sorted, 0.50)),
+		P99MS:      ms(Quantile(sorted, 0.99)),
+		BreachRate: slo.BreachRate(breaches, len(sorted)),
+		BurnRate:   slo.BurnRate(breaches, len(sorted)),
+		AllocBytes: alloc,
+		Durations:  ds,
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Quantile is the nearest-rank q-quantile of sorted: with 100 streams the p99
+// is the 99th slowest, the write-up's "one stream over 600 ms" knife-edge.
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(rank, len(sorted)-1))]
+}
+
+// Soak keeps workers parsing the traffic's streams, round after round, until
+// ctx ends: the steady load under which the write-up took its profiles.
+// It returns how many streams were parsed.
+func Soak(ctx context.Context, p Phase, t Traffic, workers int) (int, error) {
+	if err := t.Validate(); err != nil {
+		return 0, err
+	}
+	if workers < 1 {
+		return 0, fmt.Errorf("workers must be at least 1, got %d", workers)
+	}
+	var mu sync.Mutex
+	next, parsed := 0, 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				mu.Lock()
+				i := next % t.Streams
+				next++
+				mu.Unlock()
+				p.Parse(t.SynthEvents(i))
+				mu.Lock()
+				parsed++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return parsed, nil
+}

@@ -1,0 +1,117 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func lines(t *testing.T, r *Reader) ([]string, error) {
+	t.Helper()
+	var out []string
+	for {
+		l, err := r.ReadLine()
+		if err != nil {
+			return out, err
+		}
+		out = append(out, string(l))
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	in := "data: a\r\n\r\n: comment\nevent: x\ndata: b\n\nlast"
+	got, err := lines(t, NewReader(iotest.OneByteReader(strings.NewReader(in)), 16, 64))
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("err = %v", err)
+	}
+	want := []string{"data: a", "", ": comment", "event: x", "data: b", "", "last"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("lines = %q, want %q", got, want)
+	}
+}
+
+func TestLongLinesAcrossBufferAndLimit(t *testing.T) {
+	ok := strings.Repeat("x", 100)
+	got, _ := lines(t, NewReader(strings.NewReader(ok+"\nnext\n"), 16, 100))
+	if len(got) != 2 || got[0] != ok || got[1] != "next" {
+		t.Fatalf("lines = %q", got)
+	}
+	_, err := lines(t, NewReader(strings.NewReader(strings.Repeat("y", 1<<20+1)+"\n"), 4096, 1<<20))
+	if !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("1 MiB + 1 line: err = %v, want ErrLineTooLong", err)
+	}
+}
+
+// An endless line must fail within the limit, not buffer the whole stream.
+func TestEndlessLineIsBounded(t *testing.T) {
+	endless := io.LimitReader(infinite{}, 64<<20)
+	r := NewReader(endless, 4096, 1<<20)
+	_, err := r.ReadLine()
+	if !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("err = %v", err)
+	}
+	if c := cap(r.long); c > 2<<20 {
+		t.Fatalf("buffered %d bytes for a 1 MiB limit", c)
+	}
+}
+
+type infinite struct{}
+
+func (infinite) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'z'
+	}
+	return len(p), nil
+}
+
+func TestBufferedTellsWhenTheNextReadWouldBlock(t *testing.T) {
+	r := NewReader(strings.NewReader("a\nb\npartial"), 64, 64)
+	if r.Buffered() {
+		t.Fatal("nothing read yet, nothing buffered")
+	}
+	r.ReadLine()
+	if !r.Buffered() {
+		t.Fatal(`"b\n" is buffered`)
+	}
+	r.ReadLine()
+	if r.Buffered() {
+		t.Fatal("only a partial line is buffered: the next read may block")
+	}
+}
+
+func FuzzReadLine(f *testing.F) {
+	f.Add([]byte("data: {\"a\":1}\n\n"), 8)
+	f.Add([]byte("x\r\n\r\r\n\n"), 1)
+	f.Add([]byte(strings.Repeat("q", 300)), 3)
+	f.Fuzz(func(t *testing.T, in []byte, size int) {
+		size = 16 + abs(size)%64
+		r := NewReader(bytes.NewReader(in), size, 128)
+		total := 0
+		for {
+			l, err := r.ReadLine()
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, ErrLineTooLong) {
+					t.Fatalf("unexpected error %v", err)
+				}
+				break
+			}
+			if len(l) > 128 || bytes.IndexByte(l, '\n') >= 0 {
+				t.Fatalf("bad line %q", l)
+			}
+			total += len(l)
+			if total > len(in) {
+				t.Fatalf("read %d bytes of lines from %d bytes", total, len(in))
+			}
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

@@ -78,13 +78,17 @@ func AppendUnquote(dst, q []byte) ([]byte, error) {
 	}
 	s := q[1 : len(q)-1]
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			if c < 0x20 {
-				return dst, ErrBadString
-			}
-			dst = append(dst, c)
-			continue
+		// Copy the run up to the next escape in one go: most tokens have none.
+		run := i
+		for run < len(s) && s[run] != '\\' && s[run] >= 0x20 {
+			run++
+		}
+		dst = append(dst, s[i:run]...)
+		if i = run; i == len(s) {
+			break
+		}
+		if s[i] < 0x20 {
+			return dst, ErrBadString
 		}
 		i++
 		if i >= len(s) {
@@ -159,11 +163,29 @@ func hex4(s []byte) (rune, int) {
 
 const hexDigits = "0123456789abcdef"
 
+// safe marks the bytes AppendQuote copies as they are: printable ASCII but
+// the quote and the backslash.
+var safe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // AppendQuote appends text to dst as a JSON string. Invalid UTF-8 becomes
 // U+FFFD, as encoding/json does, so the client always gets valid JSON.
 func AppendQuote(dst, text []byte) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(text); {
+		// Copy the run of bytes that need no escaping in one go.
+		run := i
+		for run < len(text) && safe[text[run]] {
+			run++
+		}
+		dst = append(dst, text[i:run]...)
+		if i = run; i == len(text) {
+			break
+		}
 		c := text[i]
 		if c < utf8.RuneSelf {
 			switch {

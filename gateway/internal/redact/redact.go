@@ -150,9 +150,32 @@ func holdStart(w []byte) int {
 
 func numberStart(c byte) bool { return isDigit(c) || c == '+' || c == '(' }
 
+// starters are the bytes without which w holds no match: every address has
+// an '@', every number a digit, every key "sk-".
+var starters = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	t['@'], t['-'] = true, true
+	return t
+}()
+
+// mayStart is the fast path of the common token, which holds none of them.
+func mayStart(w []byte) bool {
+	for _, c := range w {
+		if starters[c] {
+			return true
+		}
+	}
+	return false
+}
+
 // scan appends the matches in w, in order and without overlaps. prev is the
 // byte before w (0 at the start of the stream).
 func scan(ms []match, w []byte, prev byte) []match {
+	if !mayStart(w) {
+		return ms
+	}
 	before := func(i int) byte {
 		if i == 0 {
 			return prev

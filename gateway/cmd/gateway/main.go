@@ -1,0 +1,101 @@
+// Command gateway is burnlab's LLM gateway: it proxies OpenAI-style SSE
+// token streams from an upstream model provider, counting tokens, enforcing
+// tenant quotas, redacting PII and keeping an audit transcript per stream.
+// Which transcript parser it runs is fixed when it is built (-tags fixed).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"burnlab/gateway/internal/proxy"
+	"burnlab/gateway/internal/tenant"
+	"burnlab/gateway/service"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+var envs = map[string]string{
+	"listen":    "GATEWAY_LISTEN",
+	"admin":     "GATEWAY_ADMIN",
+	"upstream":  "UPSTREAM_URL",
+	"tenants":   "GATEWAY_TENANTS",
+	"log-level": "LOG_LEVEL",
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", ":8080", "public API address (POST /v1/chat/stream, /v1/chat/completions)")
+	admin := fs.String("admin", ":6060", "admin address: /metrics, /healthz, /readyz, /debug/pprof/")
+	upstream := fs.String("upstream", "http://127.0.0.1:8081", "OpenAI-compatible base URL of the model provider")
+	tenants := fs.String("tenants", "", "API keys: `key=tenant:tokens-per-minute,…` or a file of `key tenant tokens-per-minute` lines")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	upTimeout := fs.Duration("upstream-timeout", 10*time.Second, "wait this long for the upstream's response headers, then answer 504")
+	idle := fs.Duration("upstream-idle-timeout", 30*time.Second, "end a stream whose upstream sends nothing for this long")
+	drain := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, let in-flight streams finish for this long")
+	service.Usage(fs, envs, fmt.Sprintf("gateway (%s build, version %s)\n\nFlags:\n", variant, version))
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := service.Env(fs, envs); err != nil {
+		return err
+	}
+	log, err := service.NewLogger(*logLevel, "gateway")
+	if err != nil {
+		return err
+	}
+	up, err := url.Parse(*upstream)
+	if err != nil || up.Scheme == "" || up.Host == "" {
+		return fmt.Errorf("-upstream %q: want an absolute URL such as http://upstream:8081", *upstream)
+	}
+	reg, err := tenant.Parse(*tenants)
+	if err != nil {
+		return err
+	}
+	metricsReg := service.NewRegistry()
+	h, err := proxy.New(proxy.Config{
+		Upstream:        up,
+		Tenants:         reg,
+		Metrics:         proxy.NewMetrics(metricsReg, variant, version, reg.Names()),
+		Log:             log,
+		Variant:         variant,
+		NewTranscript:   newTranscript,
+		UpstreamTimeout: *upTimeout,
+		IdleTimeout:     *idle,
+	})
+	if err != nil {
+		return err
+	}
+	var ready service.Readiness
+	go func() { <-ctx.Done(); ready.Drain() }()
+	log.Info().Str("variant", variant).Str("version", version).Str("upstream", up.String()).Int("tenants", len(reg.Names())).Msg("starting")
+	return service.Serve(ctx, log, *drain,
+		service.Server{Name: "public", Addr: *listen, Handler: h, Streaming: true},
+		service.Server{Name: "admin", Addr: *admin, Handler: service.AdminMux(metricsReg, &ready)},
+	)
+}

@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"burnlab/gateway/internal/redact"
+	"burnlab/gateway/slo"
+)
+
+// Outcomes of a stream, the only values of the `outcome` label.
+const (
+	OutcomeOK             = "ok"
+	OutcomeUpstreamError  = "upstream_error"
+	OutcomeClientCanceled = "client_canceled"
+	OutcomeRejected       = "rejected"
+)
+
+// TTFTBuckets include the time-to-first-token SLO threshold, 0.25 s.
+var TTFTBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+// Metrics are the gateway's Prometheus series. Their names are a contract
+// with the SLO rules and the dashboard.
+type Metrics struct {
+	duration    *prometheus.HistogramVec
+	ttft        *prometheus.HistogramVec
+	events      prometheus.Counter
+	tokens      *prometheus.CounterVec
+	rejections  *prometheus.CounterVec
+	redactions  *prometheus.CounterVec
+	upstreamErr *prometheus.CounterVec
+	inFlight    prometheus.Gauge
+}
+
+// NewMetrics registers the gateway's metrics on reg, with every tenant's and
+// every redaction kind's series created at zero so rates start from a point.
+func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []string) *Metrics {
+	nativeOpts := func(o prometheus.HistogramOpts) prometheus.HistogramOpts {
+		o.NativeHistogramBucketFactor = 1.1
+		o.NativeHistogramMaxBucketNumber = 160
+		o.NativeHistogramMinResetDuration = time.Hour
+		return o
+	}
+	m := &Metrics{
+		duration: prometheus.NewHistogramVec(nativeOpts(prometheus.HistogramOpts{
+			Name:    "gateway_stream_duration_seconds",
+			Help:    "Wall-clock time from a request being accepted to the last byte of its stream forwarded.",
+			Buckets: slo.Buckets,
+		}), []string{"route", "outcome"}),
+		ttft: prometheus.NewHistogramVec(nativeOpts(prometheus.HistogramOpts{
+			Name:    "gateway_stream_ttft_seconds",
+			Help:    "Time from a request being accepted to its first token forwarded.",
+			Buckets: TTFTBuckets,
+		}), []string{"route"}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_stream_events_total",
+			Help: "SSE data events forwarded to clients.",
+		}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_tokens_total",
+			Help: "Tokens forwarded, by tenant (one per chunk with non-empty delta content).",
+		}, []string{"tenant"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_quota_rejections_total",
+			Help: "Requests refused with 429 because the tenant's tokens-per-minute quota was spent.",
+		}, []string{"tenant"}),
+		redactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_redactions_total",
+			Help: "PII redacted from streams, by kind.",
+		}, []string{"kind"}),
+		upstreamErr: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gateway_upstream_errors_total",
+			Help: "Problems with the upstream's answer, by reason; some end the stream, some are repaired and counted.",
+		}, []string{"reason"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gateway_streams_in_flight",
+			Help: "Streams being served now.",
+		}),
+	}
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gateway_build_info",
+		Help: "Always 1; the variant (baseline or fixed transcript parser) and version this binary was built with.",
+	}, []string{"variant", "version"})
+	buildInfo.WithLabelValues(variant, version).Set(1)
+	reg.MustRegister(m.duration, m.ttft, m.events, m.tokens, m.rejections, m.redactions, m.upstreamErr, m.inFlight, buildInfo)
+	for _, t := range tenants {
+		m.tokens.WithLabelValues(t)
+		m.rejections.WithLabelValues(t)
+	}
+	for k := range redact.NumKinds {
+		m.redactions.WithLabelValues(k.String())
+	}
+	for _, r := range allReasons {
+		m.upstreamErr.WithLabelValues(r)
+	}
+	return m
+}

@@ -1,0 +1,185 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"burnlab/gateway/internal/tenant"
+	"burnlab/gateway/internal/transcript"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// lab is a gateway in front of a test upstream, both on loopback.
+type lab struct {
+	gw      *httptest.Server
+	reg     *prometheus.Registry
+	m       *Metrics
+	logs    *syncBuffer
+	tenants *tenant.Registry
+	mu      sync.Mutex
+	trs     []transcript.Transcript
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newLab(t *testing.T, upstream http.HandlerFunc, tweak ...func(*Config)) *lab {
+	t.Helper()
+	up := httptest.NewServer(upstream)
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	tenants, err := tenant.Parse("k-acme=acme:1000000,k-tiny=tiny:60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lab{reg: prometheus.NewRegistry(), logs: &syncBuffer{}, tenants: tenants}
+	l.m = NewMetrics(l.reg, "fixed", "test", tenants.Names())
+	cfg := Config{
+		Upstream: u,
+		Tenants:  tenants,
+		Metrics:  l.m,
+		Log:      zerolog.New(l.logs),
+		Variant:  "fixed",
+		NewTranscript: func(n int) transcript.Transcript {
+			tr := transcript.NewFixed(n)
+			l.mu.Lock()
+			l.trs = append(l.trs, tr)
+			l.mu.Unlock()
+			return tr
+		},
+		UpstreamTimeout: 2 * time.Second,
+		IdleTimeout:     2 * time.Second,
+	}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.gw = httptest.NewServer(h)
+	t.Cleanup(func() {
+		l.gw.Close()
+		h.cfg.Client.CloseIdleConnections()
+	})
+	return l
+}
+
+func (l *lab) post(t *testing.T, key, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, l.gw.URL+RouteStream, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := l.gw.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func (l *lab) stream(t *testing.T) (*http.Response, string) {
+	t.Helper()
+	resp := l.post(t, "k-acme", `{"model":"m","stream":true,"messages":[]}`)
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func (l *lab) outcomes(t *testing.T, outcome string) int {
+	t.Helper()
+	n := 0
+	mfs, _ := l.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != "gateway_stream_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "outcome" && lp.GetValue() == outcome {
+					n += int(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+	}
+	return n
+}
+
+func (l *lab) reason(reason string) float64 {
+	return testutil.ToFloat64(l.m.upstreamErr.WithLabelValues(reason))
+}
+
+func chunkLine(content string) string {
+	c, _ := json.Marshal(content)
+	return fmt.Sprintf(`data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":%s}}]}`, c)
+}
+
+// sseUpstream answers with the given raw lines, each followed by "\n".
+func sseUpstream(lines ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, l := range lines {
+			io.WriteString(w, l+"\n")
+		}
+	}
+}
+
+// contents extracts delta contents from a client's view of a stream.
+func contents(t *testing.T, body string) (text string, done bool, errs []string) {
+	t.Helper()
+	for _, line := range strings.Split(body, "\n") {
+		payload, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		if payload == "[DONE]" {
+			done = true
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+			Error *struct{ Message string } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(payload), &c); err != nil {
+			continue // an upstream's broken payload, forwarded as it came
+		}
+		if c.Error != nil {
+			errs = append(errs, c.Error.Message)
+		}
+		for _, ch := range c.Choices {
+			text += ch.Delta.Content
+		}
+	}
+	return text, done, errs
+}

@@ -1,0 +1,379 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestForwardsAStreamAndCountsIt(t *testing.T) {
+	var lines []string
+	want := ""
+	for i := range 200 {
+		tok := " word" + strings.Repeat("x", i%7)
+		want += tok
+		lines = append(lines, chunkLine(tok), "")
+	}
+	lines = append(lines, "data: [DONE]", "")
+	l := newLab(t, sseUpstream(lines...))
+	resp, body := l.stream(t)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	text, done, errs := contents(t, body)
+	if text != want || !done || len(errs) > 0 {
+		t.Fatalf("client got %d bytes of text (want %d), done=%v, errors %v", len(text), len(want), done, errs)
+	}
+	if n := testutil.ToFloat64(l.m.tokens.WithLabelValues("acme")); n != 200 {
+		t.Errorf("gateway_tokens_total{tenant=acme} = %v, want 200", n)
+	}
+	if got := l.outcomes(t, OutcomeOK); got != 1 {
+		t.Errorf("ok streams = %d, want 1", got)
+	}
+	if !strings.Contains(l.logs.String(), `"outcome":"ok"`) || strings.Contains(l.logs.String(), "wordx") {
+		t.Errorf("log line must carry the outcome and no content: %s", l.logs.String())
+	}
+	// The transcript saw every data event the client saw (the 200, and the
+	// released redaction tail).
+	sent, kept := strings.Count(body, "chat.completion.chunk"), strings.Count(l.trs[0].String(), "chat.completion.chunk")
+	if sent < 200 || kept != sent {
+		t.Errorf("transcript holds %d chunks, client saw %d", kept, sent)
+	}
+}
+
+func TestRedactsPIISplitAcrossEvents(t *testing.T) {
+	l := newLab(t, sseUpstream(
+		chunkLine("Mail jane.do"), "", chunkLine("e@example.com, call +1 (555) 12"), "",
+		chunkLine("3-4567, card 4111 1111 "), "", chunkLine("1111 1111 and key sk-abcdefghij"), "",
+		chunkLine("klmnopqrstuvwxyz"), "", "data: [DONE]", ""))
+	_, body := l.stream(t)
+	text, done, _ := contents(t, body)
+	want := "Mail [REDACTED:EMAIL], call [REDACTED:PHONE], card [REDACTED:CARD] and key [REDACTED:API_KEY]"
+	if text != want || !done {
+		t.Fatalf("client got %q (done=%v)\nwant %q", text, done, want)
+	}
+	for _, leak := range []string{"jane", "4567", "4111", "sk-abc", "wxyz"} {
+		if strings.Contains(body, leak) {
+			t.Errorf("%q leaked to the client", leak)
+		}
+	}
+	if n := testutil.ToFloat64(l.m.redactions.WithLabelValues("card")); n != 1 {
+		t.Errorf("card redactions = %v", n)
+	}
+}
+
+func TestRejectsBeforeCallingTheUpstream(t *testing.T) {
+	called := false
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) { called = true })
+	cases := []struct {
+		name, key, body string
+		status          int
+		kind            string
+	}{
+		{"no key", "", `{"stream":true}`, 401, "authentication_error"},
+		{"unknown key", "nope", `{"stream":true}`, 401, "authentication_error"},
+		{"not JSON", "k-acme", `{"stream":`, 400, "invalid_request_error"},
+		{"not streaming", "k-acme", `{"stream":false}`, 400, "invalid_request_error"},
+		{"too big", "k-acme", `{"stream":true,"x":"` + strings.Repeat("a", 1<<20) + `"}`, 413, "invalid_request_error"},
+	}
+	for _, c := range cases {
+		resp := l.post(t, c.key, c.body)
+		var e apiError
+		raw := readJSON(t, resp.Body, &e)
+		if resp.StatusCode != c.status || e.Error.Type != c.kind || e.Error.Message == "" {
+			t.Errorf("%s: %d %s, want %d %s", c.name, resp.StatusCode, raw, c.status, c.kind)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, l.gw.URL+RouteStream, nil)
+	resp, err := l.gw.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET: %d Allow=%q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	if called {
+		t.Error("a rejected request reached the upstream")
+	}
+	if got := l.outcomes(t, OutcomeRejected); got != len(cases)+1 {
+		t.Errorf("rejected streams = %d, want %d", got, len(cases)+1)
+	}
+}
+
+func TestQuotaRejectsWith429AfterAnOverdraw(t *testing.T) {
+	var lines []string
+	for range 100 {
+		lines = append(lines, chunkLine(" t"), "")
+	}
+	l := newLab(t, sseUpstream(append(lines, "data: [DONE]", "")...))
+	// tiny has 60 tokens a minute; the first stream may overdraw it.
+	first := l.post(t, "k-tiny", `{"stream":true}`)
+	body, _ := io.ReadAll(first.Body)
+	if text, done, _ := contents(t, string(body)); first.StatusCode != 200 || !done || len(text) != 200 {
+		t.Fatalf("admitted stream was cut: status %d, %d bytes, done=%v", first.StatusCode, len(text), done)
+	}
+	second := l.post(t, "k-tiny", `{"stream":true}`)
+	if second.StatusCode != 429 {
+		t.Fatalf("second stream: %d, want 429", second.StatusCode)
+	}
+	if ra := second.Header.Get("Retry-After"); ra != "41" && ra != "42" {
+		t.Errorf("Retry-After = %q, want ~41 s to repay 40 tokens at 1/s", ra)
+	}
+	if n := testutil.ToFloat64(l.m.rejections.WithLabelValues("tiny")); n != 1 {
+		t.Errorf("quota rejections = %v", n)
+	}
+}
+
+func TestRepairsOddLinesAndKeepsGoing(t *testing.T) {
+	l := newLab(t, sseUpstream(
+		": keep-alive", "event: message", "id: 7", "retry: 1000",
+		"garbage without a colon", "weird: field",
+		strings.Replace(chunkLine("crlf "), "}", "}", 1)+"\r", "\r",
+		`data: {"choices":[{"delta":{"content":"bad `+"\xff\xfe"+` utf8 "}}]}`, "",
+		`data: {not json at all, mail bob@example.com}`, "",
+		`data: {"choices":[{"delta":{"role":"assistant"}}]}`, "",
+		chunkLine("end"), "", "data: [DONE]", ""))
+	_, body := l.stream(t)
+	for _, want := range []string{": keep-alive\n", "event: message\n", "id: 7\n", "retry: 1000\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("SSE field %q not forwarded", want)
+		}
+	}
+	if strings.Contains(body, "garbage") || strings.Contains(body, "weird") || strings.Contains(body, "\r") {
+		t.Errorf("malformed lines or CRs forwarded:\n%s", body)
+	}
+	if strings.Contains(body, "bob@") || !strings.Contains(body, "[REDACTED:EMAIL]") {
+		t.Errorf("PII inside an unparsable payload must still be redacted:\n%s", body)
+	}
+	if text, _, _ := contents(t, body); text != "crlf bad \ufffd utf8 end" {
+		t.Errorf("client text %q: invalid UTF-8 must become U+FFFD and nothing else change", text)
+	}
+	if !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Errorf("stream did not finish:\n%s", body)
+	}
+	for reason, want := range map[string]float64{reasonMalformed: 2, reasonInvalidUTF8: 1, reasonInvalidJSON: 1} {
+		if got := l.reason(reason); got != want {
+			t.Errorf("upstream errors %s = %v, want %v", reason, got, want)
+		}
+	}
+	if l.outcomes(t, OutcomeOK) != 1 {
+		t.Error("a repaired stream is still ok")
+	}
+}
+
+func TestUpstreamFailuresEndWithAClearError(t *testing.T) {
+	huge := "data: " + strings.Repeat("x", 1<<20+10)
+	cases := []struct {
+		name     string
+		upstream http.HandlerFunc
+		status   int
+		reason   string
+		midway   bool
+	}{
+		{"EOF without [DONE]", sseUpstream(chunkLine("half"), ""), 200, reasonNoDone, true},
+		{"line over 1 MiB", sseUpstream(chunkLine("a"), "", huge), 200, reasonLineTooLong, true},
+		{"4xx", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad model", 404) }, 502, reason4xx, false},
+		{"5xx", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "overloaded", 503) }, 502, reason5xx, false},
+		{"not SSE", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"choices":[]}`)) }, 502, reasonContentType, false},
+		{"reset mid-stream", resetAfter(chunkLine("partial bob@exam") + "\n\n"), 200, reasonReset, true},
+		{"reset after an address", resetAfter(chunkLine("mail bob@example.com") + "\n\n"), 200, reasonReset, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLab(t, c.upstream)
+			resp, body := l.stream(t)
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
+			}
+			if c.midway {
+				_, done, errs := contents(t, body)
+				if done || len(errs) != 1 {
+					t.Fatalf("want one error event and no [DONE], got done=%v errors=%v\n%.300s", done, errs, body)
+				}
+			} else if !strings.Contains(body, `"type":"upstream_error"`) {
+				t.Fatalf("body %s", body)
+			}
+			// The held tail is released, not lost: a complete address in it
+			// is redacted, an address cut off by the reset never became one.
+			text, _, _ := contents(t, body)
+			if strings.Contains(text, "bob@example.com") || strings.Contains(text, "partial") && text != "partial bob@exam" {
+				t.Errorf("client text %q", text)
+			}
+			if got := l.reason(c.reason); got != 1 {
+				t.Errorf("upstream errors %s = %v, want 1", c.reason, got)
+			}
+			if l.outcomes(t, OutcomeUpstreamError) != 1 {
+				t.Error("outcome is not upstream_error")
+			}
+		})
+	}
+}
+
+// resetAfter writes prefix, then aborts the TCP connection with a RST.
+func resetAfter(prefix string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, prefix)
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		conn.(*net.TCPConn).SetLinger(0)
+		conn.Close()
+	}
+}
+
+func TestUpstreamThatNeverAnswersGets504(t *testing.T) {
+	release := make(chan struct{})
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}, func(c *Config) { c.UpstreamTimeout = 200 * time.Millisecond })
+	defer close(release)
+	resp, body := l.stream(t)
+	if resp.StatusCode != 504 || !strings.Contains(body, `"type":"timeout"`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if l.reason(reasonTimeout) != 1 {
+		t.Error("timeout not counted")
+	}
+}
+
+func TestUpstreamThatStallsMidStreamIsCut(t *testing.T) {
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, chunkLine("hi")+"\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}, func(c *Config) { c.IdleTimeout = 200 * time.Millisecond })
+	_, body := l.stream(t)
+	if _, _, errs := contents(t, body); len(errs) != 1 || l.reason(reasonIdle) != 1 {
+		t.Fatalf("errors %v, idle count %v", errs, l.reason(reasonIdle))
+	}
+}
+
+// The upstream sends the next event only after the client has seen the
+// previous one: a gateway that held events back until its buffer filled
+// would deadlock here.
+func TestNoEventWaitsForTheNextRead(t *testing.T) {
+	seen := make(chan struct{})
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 20 {
+			io.WriteString(w, chunkLine("t ")+"\n\n") // nothing for the redactor to hold
+			w.(http.Flusher).Flush()
+			if i < 19 {
+				select {
+				case <-seen:
+				case <-time.After(5 * time.Second):
+					return // the gateway held the event back
+				}
+			}
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	})
+	resp := l.post(t, "k-acme", `{"stream":true}`)
+	sc := bufio.NewScanner(resp.Body)
+	events := 0
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: {") {
+			events++
+			if events < 20 {
+				seen <- struct{}{}
+			}
+		}
+	}
+	if events != 20 {
+		t.Fatalf("client saw %d of 20 events one by one", events)
+	}
+}
+
+// A burst of events already buffered goes out in a few writes, not one
+// flush per event.
+func TestBurstsAreCoalesced(t *testing.T) {
+	var lines []string
+	for range 2000 {
+		lines = append(lines, chunkLine(" tok"), "")
+	}
+	l := newLab(t, sseUpstream(append(lines, "data: [DONE]", "")...))
+	resp := l.post(t, "k-acme", `{"stream":true}`)
+	reads := 0
+	buf := make([]byte, 1<<20)
+	for {
+		_, err := resp.Body.Read(buf)
+		reads++
+		if err != nil {
+			break
+		}
+	}
+	if reads > 200 {
+		t.Fatalf("2000 buffered events reached the client in %d reads: writes are not coalesced", reads)
+	}
+}
+
+func TestClientGoingAwayCancelsTheUpstream(t *testing.T) {
+	upstreamDone := make(chan error, 1)
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for {
+			if _, err := io.WriteString(w, chunkLine(" forever")+"\n\n"); err != nil {
+				upstreamDone <- err
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				upstreamDone <- r.Context().Err()
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, l.gw.URL+RouteStream, strings.NewReader(`{"stream":true}`))
+	req.Header.Set("Authorization", "Bearer k-acme")
+	resp, err := l.gw.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadFull(resp.Body, make([]byte, 4096))
+	cancel()
+	resp.Body.Close()
+	select {
+	case err := <-upstreamDone:
+		if err == nil {
+			t.Fatal("upstream ended without an error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request was not canceled")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for l.outcomes(t, OutcomeClientCanceled) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("stream not recorded as client_canceled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func readJSON(t *testing.T, r io.Reader, v any) string {
+	t.Helper()
+	b, _ := io.ReadAll(r)
+	if err := json.Unmarshal(b, v); err != nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("not JSON: %s", b)
+	}
+	return string(b)
+}

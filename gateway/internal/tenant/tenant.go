@@ -1,0 +1,197 @@
+// Package tenant maps API keys to tenants and enforces each tenant's
+// tokens-per-minute quota.
+//
+// Configuration (GATEWAY_TENANTS / -tenants) is either an inline list,
+//
+//	sk-lab-acme=acme:600000,sk-lab-globex=globex:120000
+//
+// or the path of a file with one tenant per line, `# comments` allowed:
+//
+//	# api-key        tenant  tokens-per-minute
+//	sk-lab-acme      acme    600000
+//
+// A value containing '=' is an inline list; anything else is a path. Tenant
+// names label metrics, so they are limited to [a-z0-9_-], which keeps the
+// label set small and bounded by this file.
+package tenant
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Tenant is one customer of the gateway.
+type Tenant struct {
+	Name string
+	// TokensPerMinute is the quota; tokens are counted as the gateway
+	// forwards them.
+	TokensPerMinute int
+
+	mu      sync.Mutex
+	balance float64
+	last    time.Time
+}
+
+// Registry resolves API keys. It is safe for concurrent use.
+type Registry struct {
+	byKey map[string]*Tenant
+	now   func() time.Time
+}
+
+// ErrUnknownKey is returned for a missing or unknown API key.
+var ErrUnknownKey = errors.New("unknown API key")
+
+// Parse reads a configuration value: an inline list or a file path.
+func Parse(spec string) (*Registry, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, errors.New("no tenants configured: set -tenants or GATEWAY_TENANTS (key=tenant:tokens-per-minute,… or a file path)")
+	}
+	if strings.Contains(spec, "=") {
+		var lines []string
+		for _, item := range strings.Split(spec, ",") {
+			k, rest, _ := strings.Cut(item, "=")
+			name, tpm, _ := strings.Cut(rest, ":")
+			lines = append(lines, strings.Join([]string{k, name, tpm}, " "))
+		}
+		return parseLines(lines, "inline tenant list", "entry")
+	}
+	f, err := os.Open(spec)
+	if err != nil {
+		return nil, fmt.Errorf("tenants file: %w", err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("tenants file %s: %w", spec, err)
+	}
+	return parseLines(lines, spec, "line")
+}
+
+func parseLines(lines []string, source, unit string) (*Registry, error) {
+	r := &Registry{byKey: map[string]*Tenant{}, now: time.Now}
+	byName := map[string]*Tenant{}
+	for i, line := range lines {
+		if j := strings.IndexByte(line, '#'); j >= 0 {
+			line = line[:j]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s, %s %d: want `api-key tenant tokens-per-minute`, got %d fields", source, unit, i+1, len(f))
+		}
+		key, name := f[0], f[1]
+		tpm, err := strconv.Atoi(f[2])
+		if err != nil || tpm <= 0 {
+			return nil, fmt.Errorf("%s, %s %d: tokens-per-minute must be a positive integer, got %q", source, unit, i+1, f[2])
+		}
+		if !validName(name) {
+			return nil, fmt.Errorf("%s, %s %d: tenant name %q must be 1–32 characters of [a-z0-9_-]", source, unit, i+1, name)
+		}
+		if _, dup := r.byKey[key]; dup {
+			return nil, fmt.Errorf("%s, %s %d: API key for %s is listed twice", source, unit, i+1, name)
+		}
+		t := byName[name]
+		if t == nil {
+			t = &Tenant{Name: name, TokensPerMinute: tpm, balance: float64(tpm)}
+			byName[name] = t
+		} else if t.TokensPerMinute != tpm {
+			return nil, fmt.Errorf("%s, %s %d: tenant %s has two quotas (%d and %d)", source, unit, i+1, name, t.TokensPerMinute, tpm)
+		}
+		r.byKey[key] = t
+	}
+	if len(r.byKey) == 0 {
+		return nil, fmt.Errorf("%s: no tenants", source)
+	}
+	return r, nil
+}
+
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 32 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Names lists the tenants, for pre-creating their metric series.
+func (r *Registry) Names() []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, t := range r.byKey {
+		if !seen[t.Name] {
+			seen[t.Name] = true
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
+// Authenticate returns the tenant of a bearer API key.
+func (r *Registry) Authenticate(key string) (*Tenant, error) {
+	if key == "" {
+		return nil, ErrUnknownKey
+	}
+	t, ok := r.byKey[key]
+	if !ok {
+		return nil, ErrUnknownKey
+	}
+	return t, nil
+}
+
+// Admit reports whether the tenant may start a stream now. A tenant whose
+// balance is spent (it may be negative: see Charge) waits retryAfter.
+func (r *Registry) Admit(t *Tenant) (ok bool, retryAfter time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r.refill(t)
+	if t.balance > 0 {
+		return true, 0
+	}
+	perSecond := float64(t.TokensPerMinute) / 60
+	wait := time.Duration(math.Ceil((1-t.balance)/perSecond*1000)) * time.Millisecond
+	return false, max(wait, time.Second)
+}
+
+// Charge takes n forwarded tokens from the tenant's balance. A stream that
+// was admitted is never cut short: it may drive the balance below zero, and
+// the tenant's next streams wait until the debt is repaid. Cutting a
+// generation mid-way would waste the tokens already paid for upstream and
+// hand the client a broken answer.
+func (r *Registry) Charge(t *Tenant, n int) {
+	if n == 0 {
+		return
+	}
+	t.mu.Lock()
+	r.refill(t)
+	t.balance -= float64(n)
+	t.mu.Unlock()
+}
+
+// refill is a token bucket: TokensPerMinute spread evenly over the minute,
+// never more than one minute's worth banked.
+func (r *Registry) refill(t *Tenant) {
+	now := r.now()
+	if !t.last.IsZero() {
+		t.balance += now.Sub(t.last).Seconds() * float64(t.TokensPerMinute) / 60
+		t.balance = min(t.balance, float64(t.TokensPerMinute))
+	}
+	t.last = now
+}

@@ -1,0 +1,91 @@
+package service
+
+import (
+	"context"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func TestEnvFillsOnlyWhatTheCommandLineLeftOut(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	a := fs.String("a", "da", "")
+	b := fs.String("b", "db", "")
+	c := fs.Int("c", 1, "")
+	envs := map[string]string{"a": "X_A", "b": "X_B", "c": "X_C"}
+	t.Setenv("X_A", "env-a")
+	t.Setenv("X_B", "env-b")
+	fs.Parse([]string{"-b", "flag-b"})
+	if err := Env(fs, envs); err != nil {
+		t.Fatal(err)
+	}
+	if *a != "env-a" || *b != "flag-b" || *c != 1 {
+		t.Fatalf("a=%s b=%s c=%d", *a, *b, *c)
+	}
+	t.Setenv("X_C", "many")
+	if err := Env(fs, envs); err == nil || !strings.Contains(err.Error(), "X_C") {
+		t.Fatalf("a bad environment value must name its variable: %v", err)
+	}
+	if err := Env(fs, map[string]string{"nope": "X"}); err == nil {
+		t.Fatal("an unknown flag must be an error")
+	}
+}
+
+func TestNewLoggerLevels(t *testing.T) {
+	if _, err := NewLogger("WARN", "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewLogger("chatty", "p"); err == nil {
+		t.Fatal("unknown level accepted")
+	}
+}
+
+func TestServeDrainsAndReportsListenErrors(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	started := make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		time.Sleep(200 * time.Millisecond)
+		w.Write([]byte("finished"))
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, zerolog.Nop(), 5*time.Second, Server{Name: "t", Addr: addr, Handler: slow, Streaming: true}) }()
+	var resp *http.Response
+	var err error
+	got := make(chan string, 1)
+	go func() {
+		for range 100 {
+			if resp, err = http.Get("http://" + addr); err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got <- string(b)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		got <- err.Error()
+	}()
+	<-started
+	cancel()
+	if body := <-got; body != "finished" {
+		t.Fatalf("in-flight request cut: %q", body)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	busy, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer busy.Close()
+	err = Serve(context.Background(), zerolog.Nop(), time.Second, Server{Name: "busy", Addr: busy.Addr().String(), Handler: slow})
+	if err == nil || !strings.Contains(err.Error(), "busy listener") {
+		t.Fatalf("taken port: %v", err)
+	}
+}

@@ -4,7 +4,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 GO      ?= go
-MODULES := ./gateway/...
+MODULES := ./gateway/... ./loadgen/...
 BIN     := bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
@@ -19,6 +19,8 @@ build: ## build every binary (both gateway variants) into bin/
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/gateway-baseline ./gateway/cmd/gateway
 	$(GO) build -trimpath -tags fixed -ldflags "$(LDFLAGS)" -o $(BIN)/gateway-fixed ./gateway/cmd/gateway
 	$(GO) build -trimpath -o $(BIN)/slo-burn-demo ./gateway/cmd/slo-burn-demo
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/upstream ./loadgen/cmd/upstream
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/loadgen ./loadgen/cmd/loadgen
 
 .PHONY: test
 test: ## every test: vet, unit and integration tests with -race, the fixed build's tests
@@ -32,6 +34,7 @@ test: ## every test: vet, unit and integration tests with -race, the fixed build
 bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./gateway/internal/transcript
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./gateway/internal/proxy
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./loadgen/internal/load
 
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 30s)

@@ -28,7 +28,7 @@ func TestWriteTable(t *testing.T) {
 		Summary{Name: "baseline", P50: 293 * time.Millisecond, P99: 579 * time.Millisecond, BreachRate: .01, BurnRate: 10, AllocBytes: 245_930_000_000},
 		Summary{Name: "fixed", P50: 103 * time.Microsecond, P99: 579 * time.Microsecond, AllocBytes: 96_540_000_000})
 	for _, want := range []string{"Metric", "Baseline", "Fixed", "Change", "293 ms", "103 µs", "2845× faster", "1000× faster",
-		"1.0 %", "below the 0.1 % budget", "10.0×", "no page", "245.93 GB", "61 % less garbage"} {
+		"1.0 %", "below the 0.1 % budget", "10.0×", "no page", "245.93 GB", "60.7 % less garbage"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

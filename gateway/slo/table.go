@@ -81,7 +81,7 @@ func lessGarbage(base, fixed uint64) string {
 		return "n/a"
 	}
 	if fixed <= base {
-		return fmt.Sprintf("%.0f %% less garbage", 100*(1-float64(fixed)/float64(base)))
+		return fmt.Sprintf("%.1f %% less garbage", 100*(1-float64(fixed)/float64(base)))
 	}
 	return fmt.Sprintf("%.0f %% more garbage", 100*(float64(fixed)/float64(base)-1))
 }

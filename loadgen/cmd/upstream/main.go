@@ -1,0 +1,92 @@
+// Command upstream is burnlab's synthetic model provider: an
+// OpenAI-compatible POST /v1/chat/completions that streams seeded token
+// streams, as long as each request's max_tokens asks, on one port with its
+// /metrics, /healthz, /readyz and /debug/pprof/.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"burnlab/gateway/service"
+	"burnlab/loadgen/internal/provider"
+)
+
+var envs = map[string]string{
+	"listen":                "UPSTREAM_LISTEN",
+	"log-level":             "LOG_LEVEL",
+	"seed":                  "UPSTREAM_SEED",
+	"first-token-delay":     "UPSTREAM_FIRST_TOKEN_DELAY",
+	"inter-event":           "UPSTREAM_INTER_EVENT",
+	"pii-every":             "UPSTREAM_PII_EVERY",
+	"fault-reset":           "UPSTREAM_FAULT_RESET",
+	"fault-malformed":       "UPSTREAM_FAULT_MALFORMED",
+	"fault-5xx":             "UPSTREAM_FAULT_5XX",
+	"fault-slow-first-byte": "UPSTREAM_FAULT_SLOW_FIRST_BYTE",
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "upstream:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg := provider.DefaultConfig()
+	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", ":8081", "address for the API and /metrics")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the token streams")
+	fs.IntVar(&cfg.ShortMin, "short-min", cfg.ShortMin, "fewest events of an ordinary stream (when the request gives no max_tokens)")
+	fs.IntVar(&cfg.ShortMax, "short-max", cfg.ShortMax, "most events of an ordinary stream")
+	fs.IntVar(&cfg.LongMin, "long-min", cfg.LongMin, "fewest events of a long generation")
+	fs.IntVar(&cfg.LongMax, "long-max", cfg.LongMax, "most events of a long generation")
+	fs.Float64Var(&cfg.LongShare, "long-share", cfg.LongShare, "probability that a stream without max_tokens is a long generation")
+	fs.IntVar(&cfg.MaxTokens, "max-tokens", cfg.MaxTokens, "largest max_tokens accepted")
+	fs.DurationVar(&cfg.FirstTokenDelay, "first-token-delay", 0, "wait before the first event (0: none)")
+	fs.DurationVar(&cfg.InterEvent, "inter-event", 0, "wait between events (0: as fast as the connection takes)")
+	fs.IntVar(&cfg.PIIEvery, "pii-every", cfg.PIIEvery, "about one PII item (e-mail, phone, card, sk- key) per this many tokens; 0: none")
+	fs.Float64Var(&cfg.Faults.Reset, "fault-reset", 0, "share of streams reset mid-stream")
+	fs.Float64Var(&cfg.Faults.Malformed, "fault-malformed", 0, "share of streams with one malformed line")
+	fs.Float64Var(&cfg.Faults.Status5xx, "fault-5xx", 0, "share of requests answered 503")
+	fs.Float64Var(&cfg.Faults.SlowFirstByte, "fault-slow-first-byte", 0, "share of requests answered only after -slow-first-byte-delay")
+	fs.DurationVar(&cfg.Faults.SlowDelay, "slow-first-byte-delay", 2*time.Second, "delay of a slow first byte")
+	service.Usage(fs, envs, "upstream: a synthetic OpenAI-compatible model provider\n\nFlags:\n")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := service.Env(fs, envs); err != nil {
+		return err
+	}
+	log, err := service.NewLogger(*logLevel, "upstream")
+	if err != nil {
+		return err
+	}
+	reg := service.NewRegistry()
+	p, err := provider.New(cfg, reg, log)
+	if err != nil {
+		return err
+	}
+	var ready service.Readiness
+	go func() { <-ctx.Done(); ready.Drain() }()
+	mux := service.AdminMux(reg, &ready)
+	mux.Handle("/v1/", p)
+	return service.Serve(ctx, log, 30*time.Second, service.Server{Name: "api", Addr: *listen, Handler: mux, Streaming: true})
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestServesStreamsAndMetrics(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-listen", addr, "-log-level", "error"}, io.Discard) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	var resp *http.Response
+	var err error
+	for range 100 {
+		if resp, err = http.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true,"max_tokens":3}`)); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Count(string(b), "chat.completion.chunk") != 4 || !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
+		t.Fatalf("stream:\n%s", b)
+	}
+	m, _ := http.Get("http://" + addr + "/metrics")
+	mb, _ := io.ReadAll(m.Body)
+	m.Body.Close()
+	if !strings.Contains(string(mb), "upstream_events_total 3") {
+		t.Fatalf("metrics lack upstream_events_total 3")
+	}
+}
+
+func TestBadSettings(t *testing.T) {
+	for _, args := range [][]string{{"-fault-reset", "2"}, {"-short-min", "10", "-short-max", "5"}, {"-log-level", "x"}, {"x"}} {
+		if err := run(context.Background(), args, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+	t.Setenv("UPSTREAM_FAULT_5XX", "-1")
+	if err := run(context.Background(), nil, io.Discard); err == nil || !strings.Contains(err.Error(), "5xx") {
+		t.Errorf("env: %v", err)
+	}
+}

@@ -1,0 +1,175 @@
+// Package calibrate fits the baseline gateway's cost curve on the machine at
+// hand and chooses a traffic shape from it, so that the write-up's "1 % of
+// streams breach → burn 10x" holds here too: the baseline's cost is
+// quadratic in a stream's events, and its constant differs several-fold
+// between machines (≈2.9 ns × n² on the write-up's, 10–28 ns here).
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"burnlab/loadgen/internal/shape"
+)
+
+// Point is the median time of streams of one length.
+type Point struct {
+	Events int
+	Time   time.Duration
+}
+
+// Curve is t(n) = A·n² + B·n + C, in seconds.
+type Curve struct{ A, B, C float64 }
+
+// At is the predicted time of an n-event stream.
+func (c Curve) At(n int) time.Duration {
+	x := float64(n)
+	return time.Duration((c.A*x*x + c.B*x + c.C) * float64(time.Second))
+}
+
+// EventsFor is the largest n with t(n) ≤ d.
+func (c Curve) EventsFor(d time.Duration) int {
+	t := d.Seconds() - c.C
+	if c.A <= 0 || t <= 0 {
+		return 0
+	}
+	return int((-c.B + math.Sqrt(c.B*c.B+4*c.A*t)) / (2 * c.A))
+}
+
+// Probe times one stream of n events through the gateway.
+type Probe func(ctx context.Context, events int) (time.Duration, error)
+
+// Measure runs reps streams of each size one after another (after one
+// warm-up stream) and keeps each size's median.
+func Measure(ctx context.Context, probe Probe, sizes []int, reps int) ([]Point, error) {
+	if _, err := probe(ctx, sizes[0]); err != nil {
+		return nil, fmt.Errorf("warm-up stream: %w", err)
+	}
+	var pts []Point
+	for _, n := range sizes {
+		var ts []time.Duration
+		for range reps {
+			d, err := probe(ctx, n)
+			if err != nil {
+				return nil, fmt.Errorf("%d-event stream: %w", n, err)
+			}
+			ts = append(ts, d)
+		}
+		slices.Sort(ts)
+		pts = append(pts, Point{Events: n, Time: ts[len(ts)/2]})
+	}
+	return pts, nil
+}
+
+// Fit is the least-squares quadratic through the points.
+func Fit(pts []Point) (Curve, error) {
+	if len(pts) < 3 {
+		return Curve{}, errors.New("calibrate: need at least 3 sizes to fit a curve")
+	}
+	// Normal equations for [n², n, 1]; n is scaled to thousands to keep
+	// the system well conditioned.
+	var m [3][4]float64
+	for _, p := range pts {
+		x := float64(p.Events) / 1000
+		row := [3]float64{x * x, x, 1}
+		for i := range 3 {
+			for j := range 3 {
+				m[i][j] += row[i] * row[j]
+			}
+			m[i][3] += row[i] * p.Time.Seconds()
+		}
+	}
+	for col := range 3 {
+		piv := col
+		for r := col + 1; r < 3; r++ {
+			if math.Abs(m[r][col]) > math.Abs(m[piv][col]) {
+				piv = r
+			}
+		}
+		m[col], m[piv] = m[piv], m[col]
+		if math.Abs(m[col][col]) < 1e-12 {
+			return Curve{}, errors.New("calibrate: the sizes do not determine a curve")
+		}
+		for r := range 3 {
+			if r != col {
+				f := m[r][col] / m[col][col]
+				for k := col; k < 4; k++ {
+					m[r][k] -= f * m[col][k]
+				}
+			}
+		}
+	}
+	return Curve{A: m[0][3] / m[0][0] / 1e6, B: m[1][3] / m[1][1] / 1e3, C: m[2][3] / m[2][2]}, nil
+}
+
+// Options steer the choice of shape.
+type Options struct {
+	SLO time.Duration
+	// ShortWindow is the lab's short alert window; MinBreaches of them
+	// must fall in it at a 10x burn, so the burn it measures is not noise.
+	ShortWindow time.Duration
+	MinBreaches int
+	// CPUBudget is the share of one core the baseline gateway may spend on
+	// average; past about one, streams queue and everything breaches.
+	CPUBudget float64
+	LongEvery int
+	Seed      uint64
+}
+
+// DefaultOptions fit the lab: a 600 ms SLO, a 2-minute short page window.
+func DefaultOptions() Options {
+	return Options{SLO: 600 * time.Millisecond, ShortWindow: 2 * time.Minute, MinBreaches: 30, CPUBudget: 0.7, LongEvery: 100, Seed: 1}
+}
+
+// ErrNotBaseline means the gateway's cost is not quadratic: it is the fixed
+// build, or the machine is so fast no stream of a sane length breaches.
+var ErrNotBaseline = errors.New("calibrate: the gateway does not show the baseline's quadratic cost")
+
+// Choose picks a shape from the curve:
+//   - long generations take 2.5x the SLO, so they breach with a margin for
+//     noise on either side;
+//   - ordinary streams take at most 1/30 of it, so contention with a long
+//     one never pushes them over;
+//   - the rate gives MinBreaches long generations per short window, unless
+//     that would spend more than CPUBudget, which would saturate the
+//     gateway — then the rate is capped and the shortfall said.
+func Choose(c Curve, o Options) (shape.Shape, error) {
+	var why []string
+	say := func(format string, args ...any) { why = append(why, fmt.Sprintf(format, args...)) }
+	say("fitted baseline cost t(n) = %.3g ns·n² + %.3g µs·n + %.3g ms", c.A*1e9, c.B*1e6, c.C*1e3)
+	if t := c.At(8000); c.A <= 0 || t < o.SLO/4 {
+		return shape.Shape{}, fmt.Errorf("%w: an 8,000-event stream takes %s (is it the fixed build?)", ErrNotBaseline, t.Round(time.Millisecond))
+	}
+	long := roundUp(c.EventsFor(o.SLO*5/2), 500)
+	say("long generation: %d events, predicted %s = %.1fx the %s SLO (every one breaches)", long, c.At(long).Round(time.Millisecond), c.At(long).Seconds()/o.SLO.Seconds(), o.SLO)
+	shortMax := c.EventsFor(o.SLO / 30)
+	if shortMax < 30 {
+		return shape.Shape{}, fmt.Errorf("calibrate: even a %d-event stream takes more than %s; the machine is too slow for the lab", 30, o.SLO/30)
+	}
+	shortMin := max(1, shortMax/3)
+	say("ordinary stream: %d–%d events, predicted ≤ %s (never breaches)", shortMin, shortMax, c.At(shortMax).Round(time.Millisecond))
+
+	share := 1 / float64(o.LongEvery)
+	perStream := share*c.At(long).Seconds() + (1-share)*c.At((shortMin+shortMax)/2).Seconds()
+	need := float64(o.MinBreaches) / share / o.ShortWindow.Seconds()
+	rate := need
+	if cpu := need * perStream; cpu > o.CPUBudget {
+		rate = o.CPUBudget / perStream
+		say("%.1f streams/s would give %d breaches per %s window but cost %.2f cores of gateway time; capped at %.1f/s (%.0f breaches per window) to stay below saturation",
+			need, o.MinBreaches, o.ShortWindow, cpu, rate, rate*share*o.ShortWindow.Seconds())
+	}
+	rate = math.Floor(rate*2) / 2
+	if rate < 0.5 {
+		return shape.Shape{}, fmt.Errorf("calibrate: the machine affords only %.2f streams/s within the CPU budget", rate)
+	}
+	say("rate %.1f streams/s: 1 long in %d → %.0f breaches per %s window at a 10x burn; baseline gateway busy %.2f cores on average",
+		rate, o.LongEvery, rate*share*o.ShortWindow.Seconds(), o.ShortWindow, rate*perStream)
+	s := shape.Shape{Rate: rate, LongEvery: o.LongEvery, LongEvents: long, ShortMin: shortMin, ShortMax: shortMax, Seed: o.Seed, Why: why}
+	return s, s.Validate()
+}
+
+func roundUp(n, step int) int { return (n + step - 1) / step * step }

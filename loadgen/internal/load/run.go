@@ -1,0 +1,143 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"burnlab/loadgen/internal/shape"
+)
+
+// Config is one load run.
+type Config struct {
+	// Target is the full URL streams are POSTed to, e.g.
+	// http://127.0.0.1:8080/v1/chat/stream.
+	Target string
+	// Keys are API keys used in turn, one tenant each.
+	Keys  []string
+	Shape shape.Shape
+	// Duration of the schedule; 0 runs until ctx ends.
+	Duration time.Duration
+	// Ramp raises the start rate linearly from 0 over this long.
+	Ramp time.Duration
+	// MaxInFlight caps concurrent streams; a start due while the cap is
+	// reached is skipped and counted, never delayed.
+	MaxInFlight int
+	// Timeout bounds one stream (default 2 minutes).
+	Timeout time.Duration
+	// Grace lets streams in flight at the end of the schedule finish
+	// (default: a second past Timeout, so each stream meets its own
+	// timeout first and is counted as such).
+	Grace time.Duration
+}
+
+// Validate rejects a run that cannot start.
+func (c *Config) Validate() error {
+	u, err := url.Parse(c.Target)
+	switch {
+	case err != nil || u.Scheme == "" || u.Host == "":
+		return fmt.Errorf("target %q: want a URL such as http://127.0.0.1:8080/v1/chat/stream", c.Target)
+	case len(c.Keys) == 0:
+		return errors.New("no API keys: give -tenants key1,key2,…")
+	case c.MaxInFlight < 1:
+		return fmt.Errorf("max-inflight must be at least 1, got %d", c.MaxInFlight)
+	case c.Duration < 0 || c.Ramp < 0:
+		return errors.New("duration and ramp must not be negative")
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 2 * time.Minute
+	}
+	if c.Grace <= 0 {
+		c.Grace = c.Timeout + time.Second
+	}
+	return c.Shape.Validate()
+}
+
+// offset is when start i is due: the integral of a rate that ramps up
+// linearly over ramp, then holds.
+func offset(i int, rate float64, ramp time.Duration) time.Duration {
+	n := float64(i)
+	rs := ramp.Seconds()
+	if rampStarts := rate * rs / 2; rs > 0 && n < rampStarts {
+		return time.Duration(math.Sqrt(2*n*rs/rate) * float64(time.Second))
+	} else if rs > 0 {
+		// After the ramp: N(t) = rate·ramp/2 + rate·(t − ramp).
+		return time.Duration((rs/2 + n/rate) * float64(time.Second))
+	}
+	return time.Duration(n / rate * float64(time.Second))
+}
+
+// Run sends the load and records every stream in rec. It returns when the
+// schedule is over and the streams in flight have finished (or the grace
+// ran out), or when ctx ends.
+func Run(ctx context.Context, cfg Config, rec *Recorder) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        cfg.MaxInFlight,
+		MaxIdleConnsPerHost: cfg.MaxInFlight,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}}
+	defer client.CloseIdleConnections()
+
+	// Streams outlive the schedule by up to Grace; a stop from the
+	// caller cancels them at once.
+	streamCtx, cancelStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelStreams()
+	stopStreams := context.AfterFunc(ctx, cancelStreams)
+	defer stopStreams()
+
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, cfg.MaxInFlight)
+	start := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+schedule:
+	for i := 0; ; i++ {
+		due := offset(i, cfg.Shape.Rate, cfg.Ramp)
+		if cfg.Duration > 0 && due >= cfg.Duration {
+			break
+		}
+		timer.Reset(time.Until(start.Add(due)))
+		select {
+		case <-ctx.Done():
+			break schedule
+		case <-timer.C:
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			rec.drop()
+			continue
+		}
+		rec.started()
+		scheduled := start.Add(due)
+		events, long := cfg.Shape.Events(i)
+		key := cfg.Keys[i%len(cfg.Keys)]
+		wg.Go(func() {
+			defer func() { <-sem }()
+			sctx, cancel := context.WithCancelCause(streamCtx)
+			t := time.AfterFunc(cfg.Timeout-time.Since(scheduled), func() { cancel(errStreamTimeout) })
+			res := streamOnce(sctx, client, cfg.Target, key, events, scheduled, long)
+			t.Stop()
+			cancel(nil)
+			rec.record(res)
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(cfg.Grace):
+		cancelStreams()
+		<-done
+	}
+	return nil
+}

@@ -4,7 +4,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 GO      ?= go
-MODULES := ./gateway/... ./loadgen/...
+MODULES := ./gateway/... ./loadgen/... ./alertmanager/pager/...
 BIN     := bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
@@ -21,14 +21,60 @@ build: ## build every binary (both gateway variants) into bin/
 	$(GO) build -trimpath -o $(BIN)/slo-burn-demo ./gateway/cmd/slo-burn-demo
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/upstream ./loadgen/cmd/upstream
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/loadgen ./loadgen/cmd/loadgen
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/pager ./alertmanager/pager/cmd/pager
 
 .PHONY: test
-test: ## every test: vet, unit and integration tests with -race, the fixed build's tests
+test: tools ## every test: Go (vet, -race, both builds), SLO rules (drift, promtool), configs
 	$(GO) version
 	$(GO) vet $(MODULES)
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
 	$(GO) test -race -count=1 $(MODULES)
 	$(GO) test -race -count=1 -tags fixed ./gateway/cmd/gateway
+	$(MAKE) --no-print-directory check-rules check-config
+
+# Prometheus, Alertmanager, promtool and amtool: the real binaries, from
+# Debian's packages (about 30 s; a Go build of Prometheus takes ~14 min).
+PROM_TOOLS := prometheus promtool amtool prometheus-alertmanager
+.PHONY: tools
+tools: ## install Prometheus and Alertmanager (Debian packages) when missing
+	@missing=""; for t in $(PROM_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing prometheus prometheus-alertmanager (missing:$$missing)"; \
+		command -v apt-get >/dev/null || { echo "no apt-get: install$$missing yourself" >&2; exit 1; }; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager >/dev/null; \
+	fi; promtool --version | head -1
+
+# Sloth builds in its own module, out of go.work, so its large dependency
+# graph cannot move the services' versions.
+SLOTH      := GOWORK=off $(GO) -C prometheus/tools tool sloth
+SLO_SPEC   := ../slo/llm-gateway.yml
+LAB_WINDOWS := --slo-period-windows-path=../slo/windows/lab --default-slo-period=10h
+
+.PHONY: rules
+rules: ## regenerate prometheus/rules/ from the Sloth spec
+	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-production.yml 2>/dev/null
+	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-lab.yml $(LAB_WINDOWS) 2>/dev/null
+
+.PHONY: check-rules
+check-rules: ## fail when the committed rules differ from a regeneration; run the promtool suites
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	($(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-production.yml 2>$$tmp/log && \
+	 $(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-lab.yml $(LAB_WINDOWS) 2>>$$tmp/log) || { cat $$tmp/log; exit 1; }; \
+	for f in slo-production.yml slo-lab.yml; do \
+		diff -u prometheus/rules/$$f $$tmp/$$f || { echo "prometheus/rules/$$f is stale: run make rules" >&2; exit 1; }; \
+	done; echo "rules: committed = generated"
+	promtool check rules prometheus/rules/slo-production.yml prometheus/rules/slo-lab.yml
+	promtool test rules prometheus/tests/slo-lab.test.yml prometheus/tests/slo-production.test.yml
+
+.PHONY: check-config
+check-config: ## promtool check config (with each rule set) and amtool check-config
+	@for windows in lab production; do \
+		tmp=$$(mktemp -d); mkdir $$tmp/rules; cp prometheus/prometheus.yml $$tmp/; \
+		cp prometheus/rules/slo-$$windows.yml $$tmp/rules/slo.yml; \
+		promtool check config $$tmp/prometheus.yml || exit 1; rm -rf $$tmp; \
+	done
+	amtool check-config alertmanager/alertmanager.yml
 
 .PHONY: bench
 bench: ## parser and end-to-end stream benchmarks (figures, not assertions)

@@ -1,0 +1,86 @@
+// Command pager is burnlab's on-call: an Alertmanager webhook receiver that
+// logs PAGE / TICKET / RESOLVED, keeps every notification durably, serves
+// the incidents with their timelines, and captures the gateway's heap
+// profile when a page fires.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"burnlab/gateway/service"
+	"burnlab/pager/internal/store"
+	"burnlab/pager/internal/webhook"
+)
+
+var envs = map[string]string{
+	"listen":      "PAGER_LISTEN",
+	"data":        "PAGER_DATA",
+	"profile-url": "PAGER_PROFILE_URL",
+	"token":       "PAGER_TOKEN",
+	"log-level":   "LOG_LEVEL",
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "pager:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pager", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", ":5001", "address of /webhook/page, /webhook/ticket, /api/incidents and /metrics")
+	data := fs.String("data", "pager-data", "directory of the notification journal and captured profiles")
+	profileURL := fs.String("profile-url", "http://gateway:6060/debug/pprof/allocs", "heap profile to capture when a page fires ('' to disable)")
+	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	service.Usage(fs, envs, "pager: an Alertmanager webhook receiver for burnlab's on-call\n\nFlags:\n")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := service.Env(fs, envs); err != nil {
+		return err
+	}
+	log, err := service.NewLogger(*logLevel, "pager")
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(*data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if n := st.Skipped(); n > 0 {
+		log.Warn().Int("lines", n).Msg("journal lines unreadable (a write cut short by a crash, never acknowledged)")
+	}
+	log.Info().Str("data", *data).Int("incidents", len(st.Incidents())).Str("profile_url", *profileURL).Msg("starting")
+	reg := service.NewRegistry()
+	h := webhook.New(webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL}, reg)
+	var ready service.Readiness
+	go func() { <-ctx.Done(); ready.Drain() }()
+	mux := service.AdminMux(reg, &ready)
+	mux.Handle("/webhook/", h)
+	mux.Handle("/api/", h)
+	err = service.Serve(ctx, log, 10*time.Second, service.Server{Name: "pager", Addr: *listen, Handler: mux})
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.Close(closeCtx)
+	return err
+}

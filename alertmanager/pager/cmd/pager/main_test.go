@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Nothing acknowledged is lost across kill -9: the real binary, killed
+// right after it answered 200, still has every notification on restart.
+func TestAcknowledgedNotificationsSurviveKill9(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "pager")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	data := t.TempDir()
+	addr := freeAddr(t)
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, "-listen", addr, "-data", data, "-profile-url", "", "-log-level", "warn")
+		cmd.Stderr = io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitReady(t, "http://"+addr+"/readyz")
+		return cmd
+	}
+	cmd := start()
+	const n = 20
+	for i := range n {
+		body := fmt.Sprintf(`{"version":"4","receiver":"pager-page","status":"firing","alerts":[{"status":"firing","fingerprint":"fp%d",
+			"startsAt":"2026-12-01T03:12:00Z","labels":{"alertname":"Burn","severity":"page","sloth_slo":"stream-latency"}}]}`, i)
+		resp, err := http.Post("http://"+addr+"/webhook/page", "application/json", strings.NewReader(body))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("notification %d: %v %v", i, err, resp)
+		}
+		resp.Body.Close()
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	cmd = start()
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	resp, err := http.Get("http://" + addr + "/api/incidents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var incs []struct{ ID, Status string }
+	json.NewDecoder(resp.Body).Decode(&incs)
+	if len(incs) != n {
+		t.Fatalf("after kill -9: %d of %d acknowledged notifications", len(incs), n)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"-log-level", "x"}, {"stray"}, {"-data", "/proc/no/such/dir"}} {
+		if err := run(t.Context(), args, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitReady(t *testing.T, url string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s never ready", url)
+}
+

@@ -1,0 +1,307 @@
+// Package store keeps the pager's notifications durably: every accepted
+// alert is appended to a JSONL file and fsynced before the webhook answers
+// 2xx, so nothing Alertmanager was told is received can be lost, even to
+// kill -9. The file is read back on start; incidents are derived from it.
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Alert is one alert of an Alertmanager webhook payload (version 4).
+type Alert struct {
+	Status       string            `json:"status"`
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations"`
+	StartsAt     time.Time         `json:"startsAt"`
+	EndsAt       time.Time         `json:"endsAt"`
+	GeneratorURL string            `json:"generatorURL"`
+	Fingerprint  string            `json:"fingerprint"`
+}
+
+// Record is one line of the journal: a notification of one alert, or the
+// profile captured for an incident.
+type Record struct {
+	Type     string    `json:"type"` // "notification" or "profile"
+	At       time.Time `json:"at"`
+	Receiver string    `json:"receiver,omitempty"`
+	Alert    *Alert    `json:"alert,omitempty"`
+	Incident string    `json:"incident,omitempty"`
+	Profile  *Profile  `json:"profile,omitempty"`
+}
+
+// Profile is what the pager captured from the gateway when a page fired.
+type Profile struct {
+	File  string     `json:"file,omitempty"` // relative to the data directory
+	Total int64      `json:"total_bytes,omitempty"`
+	Top   []TopEntry `json:"top,omitempty"`
+	Error string     `json:"error,omitempty"`
+}
+
+// TopEntry is one function's flat alloc_space.
+type TopEntry struct {
+	Function string  `json:"function"`
+	Flat     int64   `json:"flat_bytes"`
+	FlatPct  float64 `json:"flat_pct"`
+}
+
+// Event is one line of an incident's timeline.
+type Event struct {
+	At   time.Time `json:"at"`
+	What string    `json:"what"`
+}
+
+// Incident is the life of one alert: from its first firing notification to
+// its resolution, identified by fingerprint and start.
+type Incident struct {
+	ID          string            `json:"id"`
+	AlertName   string            `json:"alertname"`
+	SLO         string            `json:"slo,omitempty"`
+	Severity    string            `json:"severity"`
+	Status      string            `json:"status"`
+	StartsAt    time.Time         `json:"startsAt"`
+	EndsAt      *time.Time        `json:"endsAt,omitempty"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	Timeline    []Event           `json:"timeline"`
+	Profile     *Profile          `json:"profile,omitempty"`
+}
+
+// IncidentID names the incident an alert belongs to.
+func IncidentID(a *Alert) string {
+	return fmt.Sprintf("%s-%d", a.Fingerprint, a.StartsAt.Unix())
+}
+
+// Store is the journal and the incidents derived from it.
+type Store struct {
+	dir       string
+	mu        sync.Mutex
+	f         *os.File
+	seen      map[string]bool
+	incidents map[string]*Incident
+	order     []string
+	skipped   int
+}
+
+const journalName = "notifications.jsonl"
+
+// Open reads dir's journal, if any, and opens it for appending.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s := &Store{dir: dir, seen: map[string]bool{}, incidents: map[string]*Incident{}}
+	path := filepath.Join(dir, journalName)
+	if b, err := os.ReadFile(path); err == nil {
+		for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var r Record
+			if err := json.Unmarshal(line, &r); err != nil {
+				// Only a write cut short by a crash, never acknowledged.
+				s.skipped++
+				continue
+			}
+			s.apply(r)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.f = f
+	return s, nil
+}
+
+// Skipped reports journal lines that could not be read on open.
+func (s *Store) Skipped() int { return s.skipped }
+
+// Dir is the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("store: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Close closes the journal.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.f.Close()
+}
+
+func dedupKey(a *Alert) string {
+	return a.Fingerprint + "|" + a.Status + "|" + a.StartsAt.UTC().Format(time.RFC3339Nano)
+}
+
+// Accepted is one alert of a notification that was new, not a retry.
+type Accepted struct {
+	Alert    Alert
+	Incident string
+	// NewPage is true for the first firing notification of a page.
+	NewPage bool
+}
+
+// AddNotification appends the payload's new alerts and fsyncs them before
+// it returns; alerts seen before (Alertmanager's retries and repeats, same
+// fingerprint, status and start) are dropped. It returns the new ones.
+func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) ([]Accepted, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var buf bytes.Buffer
+	var added []Record
+	var out []Accepted
+	batch := map[string]bool{}
+	for i := range alerts {
+		a := alerts[i]
+		key := dedupKey(&a)
+		if s.seen[key] || batch[key] {
+			continue
+		}
+		batch[key] = true
+		r := Record{Type: "notification", At: now, Receiver: receiver, Alert: &a}
+		line, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		buf.Write(append(line, '\n'))
+		added = append(added, r)
+		_, known := s.incidents[IncidentID(&a)]
+		out = append(out, Accepted{Alert: a, Incident: IncidentID(&a),
+			NewPage: a.Status == "firing" && a.Labels["severity"] == "page" && !known})
+	}
+	if len(added) == 0 {
+		return nil, nil
+	}
+	if err := s.write(buf.Bytes()); err != nil {
+		return nil, err
+	}
+	for _, r := range added {
+		s.apply(r)
+	}
+	return out, nil
+}
+
+// AddProfile records the profile captured for an incident.
+func (s *Store) AddProfile(incident string, p Profile, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := Record{Type: "profile", At: now, Incident: incident, Profile: &p}
+	line, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if err := s.write(append(line, '\n')); err != nil {
+		return err
+	}
+	s.apply(r)
+	return nil
+}
+
+// write appends and fsyncs; the caller holds s.mu.
+func (s *Store) write(b []byte) error {
+	if _, err := s.f.Write(b); err != nil {
+		return fmt.Errorf("store: append: %w", err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("store: fsync: %w", err)
+	}
+	return nil
+}
+
+// apply folds one record into the incidents; the caller holds s.mu (or
+// owns s, while opening).
+func (s *Store) apply(r Record) {
+	switch r.Type {
+	case "notification":
+		a := r.Alert
+		if a == nil {
+			return
+		}
+		s.seen[dedupKey(a)] = true
+		id := IncidentID(a)
+		inc := s.incidents[id]
+		if inc == nil {
+			inc = &Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: a.Labels["severity"],
+				StartsAt: a.StartsAt, Labels: a.Labels}
+			s.incidents[id] = inc
+			s.order = append(s.order, id)
+		}
+		inc.Annotations = a.Annotations
+		inc.Status = a.Status
+		what := "FIRING"
+		if a.Status == "resolved" {
+			what = "RESOLVED"
+			end := a.EndsAt
+			inc.EndsAt = &end
+		}
+		if burn := a.Annotations["burn_rate"]; burn != "" {
+			what += " burn " + burn
+		}
+		inc.Timeline = append(inc.Timeline, Event{At: r.At, What: what + " (" + r.Receiver + ")"})
+	case "profile":
+		inc := s.incidents[r.Incident]
+		if inc == nil || r.Profile == nil {
+			return
+		}
+		inc.Profile = r.Profile
+		what := "profile captured"
+		if r.Profile.Error != "" {
+			what = "profile failed: " + r.Profile.Error
+		} else if len(r.Profile.Top) > 0 {
+			what += fmt.Sprintf(": top alloc_space %s (%.1f%%)", r.Profile.Top[0].Function, r.Profile.Top[0].FlatPct)
+		}
+		inc.Timeline = append(inc.Timeline, Event{At: r.At, What: what})
+	}
+}
+
+// Incidents returns copies of all incidents, newest first.
+func (s *Store) Incidents() []Incident {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Incident, 0, len(s.order))
+	for _, id := range slices.Backward(s.order) {
+		inc := *s.incidents[id]
+		inc.Timeline = slices.Clone(inc.Timeline)
+		out = append(out, inc)
+	}
+	slices.SortStableFunc(out, func(a, b Incident) int { return b.StartsAt.Compare(a.StartsAt) })
+	return out
+}
+
+// Incident returns one incident by id.
+func (s *Store) Incident(id string) (Incident, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inc, ok := s.incidents[id]
+	if !ok {
+		return Incident{}, false
+	}
+	c := *inc
+	c.Timeline = slices.Clone(inc.Timeline)
+	return c, true
+}
+

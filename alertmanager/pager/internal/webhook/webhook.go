@@ -1,0 +1,328 @@
+// Package webhook is the pager's HTTP side: it accepts Alertmanager webhook
+// notifications (payload version 4), stores them durably, tells the on-call
+// in one log line per alert, and on a new page captures the gateway's heap
+// profile so the page arrives with the answer.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"burnlab/gateway/pproftop"
+	"burnlab/pager/internal/store"
+)
+
+// payload is Alertmanager's webhook body.
+type payload struct {
+	Version  string        `json:"version"`
+	GroupKey string        `json:"groupKey"`
+	Status   string        `json:"status"`
+	Receiver string        `json:"receiver"`
+	Alerts   []store.Alert `json:"alerts"`
+}
+
+// Config is what a Handler needs.
+type Config struct {
+	Store *store.Store
+	Log   zerolog.Logger
+	// Token, when set, must arrive as `Authorization: Bearer <token>`
+	// (Alertmanager's http_config.authorization).
+	Token string
+	// ProfileURL is the gateway's pprof allocs endpoint; empty disables
+	// profile capture.
+	ProfileURL     string
+	ProfileTimeout time.Duration
+	Client         *http.Client
+	MaxBody        int64
+}
+
+// Handler serves the webhook endpoints and the incidents API.
+type Handler struct {
+	cfg           Config
+	mux           *http.ServeMux
+	notifications *prometheus.CounterVec
+	duplicates    prometheus.Counter
+	profiles      *prometheus.CounterVec
+	captures      sync.WaitGroup
+	captureCtx    context.Context
+	stopCaptures  context.CancelFunc
+}
+
+// New registers the pager's metrics on reg and returns its Handler.
+func New(cfg Config, reg prometheus.Registerer) *Handler {
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.ProfileTimeout == 0 {
+		cfg.ProfileTimeout = 30 * time.Second
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	h := &Handler{
+		cfg: cfg,
+		mux: http.NewServeMux(),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pager_notifications_total", Help: "Alert notifications accepted (retries excluded), by severity and status.",
+		}, []string{"severity", "status"}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pager_duplicate_notifications_total", Help: "Alert notifications dropped as repeats of ones already stored.",
+		}),
+		profiles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pager_profiles_total", Help: "Heap profiles captured on a page, by result.",
+		}, []string{"result"}),
+	}
+	reg.MustRegister(h.notifications, h.duplicates, h.profiles)
+	for _, sev := range []string{"page", "ticket"} {
+		for _, st := range []string{"firing", "resolved"} {
+			h.notifications.WithLabelValues(sev, st)
+		}
+	}
+	h.captureCtx, h.stopCaptures = context.WithCancel(context.Background())
+	h.mux.HandleFunc("/webhook/page", h.webhook("page"))
+	h.mux.HandleFunc("/webhook/ticket", h.webhook("ticket"))
+	h.mux.HandleFunc("GET /api/incidents", h.listIncidents)
+	h.mux.HandleFunc("GET /api/incidents/{id}", h.getIncident)
+	h.mux.HandleFunc("GET /api/incidents/{id}/profile", h.getProfile)
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Close waits for profile captures in progress, cancelling them after the
+// context ends.
+func (h *Handler) Close(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { h.captures.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		h.stopCaptures()
+		<-done
+	}
+}
+
+func fail(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg}})
+}
+
+func (h *Handler) webhook(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			fail(w, http.StatusMethodNotAllowed, "use POST with an Alertmanager webhook payload")
+			return
+		}
+		if h.cfg.Token != "" {
+			got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
+				fail(w, http.StatusUnauthorized, "missing or wrong bearer token")
+				return
+			}
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("payload over %d bytes", tooBig.Limit))
+				return
+			}
+			fail(w, http.StatusBadRequest, "reading payload: "+err.Error())
+			return
+		}
+		var p payload
+		if err := json.Unmarshal(body, &p); err != nil {
+			fail(w, http.StatusBadRequest, "payload is not JSON: "+err.Error())
+			return
+		}
+		if err := p.validate(); err != nil {
+			fail(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		receiver := p.Receiver
+		if receiver == "" {
+			receiver = kind
+		}
+		accepted, err := h.cfg.Store.AddNotification(receiver, p.Alerts, time.Now())
+		if err != nil {
+			// Not stored, so not acknowledged: Alertmanager retries.
+			h.cfg.Log.Error().Err(err).Msg("could not store notification")
+			fail(w, http.StatusServiceUnavailable, "could not store the notification; retry")
+			return
+		}
+		h.duplicates.Add(float64(len(p.Alerts) - len(accepted)))
+		for _, a := range accepted {
+			h.announce(kind, a)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]int{"accepted": len(accepted), "duplicates": len(p.Alerts) - len(accepted)})
+	}
+}
+
+func (p *payload) validate() error {
+	if p.Version != "4" {
+		return fmt.Errorf("unsupported webhook payload version %q: this pager reads version 4", p.Version)
+	}
+	if len(p.Alerts) == 0 {
+		return errors.New("payload has no alerts")
+	}
+	for i, a := range p.Alerts {
+		switch {
+		case a.Fingerprint == "":
+			return fmt.Errorf("alert %d has no fingerprint", i)
+		case a.Status != "firing" && a.Status != "resolved":
+			return fmt.Errorf("alert %d has status %q, want firing or resolved", i, a.Status)
+		case a.StartsAt.IsZero():
+			return fmt.Errorf("alert %d has no startsAt", i)
+		case a.Labels["alertname"] == "":
+			return fmt.Errorf("alert %d has no alertname label", i)
+		}
+	}
+	return nil
+}
+
+// announce is the on-call's line: PAGE, TICKET or RESOLVED.
+func (h *Handler) announce(kind string, a store.Accepted) {
+	severity := a.Alert.Labels["severity"]
+	if severity == "" {
+		severity = kind
+	}
+	h.notifications.WithLabelValues(severity, a.Alert.Status).Inc()
+	msg := strings.ToUpper(severity)
+	level := zerolog.WarnLevel
+	if a.Alert.Status == "resolved" {
+		msg, level = "RESOLVED", zerolog.InfoLevel
+	}
+	h.cfg.Log.WithLevel(level).
+		Str("alertname", a.Alert.Labels["alertname"]).
+		Str("slo", a.Alert.Labels["sloth_slo"]).
+		Str("severity", severity).
+		Str("burn_rate", a.Alert.Annotations["burn_rate"]).
+		Time("since", a.Alert.StartsAt).
+		Str("incident", a.Incident).
+		Str("summary", a.Alert.Annotations["summary"]).
+		Msg(msg)
+	if a.NewPage && h.cfg.ProfileURL != "" {
+		h.captures.Go(func() { h.capture(a.Incident) })
+	}
+}
+
+// capture fetches the gateway's heap profile for a new page and records
+// it, or the failure, on the incident. It runs beside the webhook: a slow
+// or dead gateway never delays the page.
+func (h *Handler) capture(incident string) {
+	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
+	defer cancel()
+	p, err := h.fetch(ctx, incident)
+	result := "ok"
+	if err != nil {
+		result = "error"
+		p = store.Profile{Error: err.Error()}
+		h.cfg.Log.Error().Err(err).Str("incident", incident).Msg("profile capture failed")
+	} else {
+		ev := h.cfg.Log.Warn().Str("incident", incident).Int64("total_bytes", p.Total)
+		for i, e := range p.Top[:min(3, len(p.Top))] {
+			ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
+		}
+		ev.Msg("PROFILE top alloc_space at page time")
+	}
+	h.profiles.WithLabelValues(result).Inc()
+	if err := h.cfg.Store.AddProfile(incident, p, time.Now()); err != nil {
+		h.cfg.Log.Error().Err(err).Str("incident", incident).Msg("could not store profile record")
+	}
+}
+
+func (h *Handler) fetch(ctx context.Context, incident string) (store.Profile, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.ProfileURL, nil)
+	if err != nil {
+		return store.Profile{}, err
+	}
+	resp, err := h.cfg.Client.Do(req)
+	if err != nil {
+		return store.Profile{}, fmt.Errorf("fetching %s: %w", h.cfg.ProfileURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return store.Profile{}, fmt.Errorf("fetching %s: %s", h.cfg.ProfileURL, resp.Status)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return store.Profile{}, fmt.Errorf("reading profile: %w", err)
+	}
+	prof, err := pproftop.Parse(bytes.NewReader(raw))
+	if err != nil {
+		return store.Profile{}, err
+	}
+	top, total, err := pproftop.Top(prof, "alloc_space", 10)
+	if err != nil {
+		return store.Profile{}, err
+	}
+	rel := filepath.Join("profiles", incident+".pb.gz")
+	if err := writeFileSync(filepath.Join(h.cfg.Store.Dir(), rel), raw); err != nil {
+		return store.Profile{}, err
+	}
+	p := store.Profile{File: rel, Total: total}
+	for _, e := range top {
+		p.Top = append(p.Top, store.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
+	}
+	return p, nil
+}
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (h *Handler) listIncidents(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(h.cfg.Store.Incidents())
+}
+
+func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {
+	inc, ok := h.cfg.Store.Incident(r.PathValue("id"))
+	if !ok {
+		fail(w, http.StatusNotFound, "no incident "+r.PathValue("id"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(inc)
+}
+
+// getProfile serves the stored pprof profile of an incident, for
+// `go tool pprof` and the Grafana plugin's flame graph.
+func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
+	inc, ok := h.cfg.Store.Incident(r.PathValue("id"))
+	if !ok || inc.Profile == nil || inc.Profile.File == "" {
+		fail(w, http.StatusNotFound, "no profile for incident "+r.PathValue("id"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeFile(w, r, filepath.Join(h.cfg.Store.Dir(), inc.Profile.File))
+}

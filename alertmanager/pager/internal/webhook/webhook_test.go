@@ -1,0 +1,244 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"burnlab/pager/internal/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type pager struct {
+	srv  *httptest.Server
+	h    *Handler
+	st   *store.Store
+	logs *bytes.Buffer
+	dir  string
+}
+
+func newPager(t *testing.T, profileURL, token string) *pager {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	h := New(Config{Store: st, Log: zerolog.New(logs), ProfileURL: profileURL, Token: token, ProfileTimeout: 5 * time.Second}, prometheus.NewRegistry())
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		h.Close(context.Background())
+		st.Close()
+	})
+	return &pager{srv: srv, h: h, st: st, logs: logs, dir: dir}
+}
+
+func alert(status string, severity string, starts time.Time) map[string]any {
+	a := map[string]any{
+		"status": status,
+		"labels": map[string]string{"alertname": "LLMGatewayStreamLatencyBudgetBurn", "severity": severity,
+			"sloth_slo": "stream-latency", "sloth_service": "llm-gateway"},
+		"annotations": map[string]string{"burn_rate": "10.2x", "summary": "burning"},
+		"startsAt":    starts.Format(time.RFC3339Nano),
+		"endsAt":      "0001-01-01T00:00:00Z",
+		"fingerprint": "abc123" + severity,
+	}
+	if status == "resolved" {
+		a["endsAt"] = starts.Add(5 * time.Minute).Format(time.RFC3339Nano)
+	}
+	return a
+}
+
+func with(a map[string]any, k string, v any) map[string]any {
+	a[k] = v
+	return a
+}
+
+func notification(alerts ...map[string]any) string {
+	b, _ := json.Marshal(map[string]any{"version": "4", "groupKey": "{}:{}", "status": alerts[0]["status"], "receiver": "pager-page", "alerts": alerts})
+	return string(b)
+}
+
+func (p *pager) post(t *testing.T, path, body string, hdr ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.srv.URL+path, strings.NewReader(body))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestRejectsBadPayloadsWithClearErrors(t *testing.T) {
+	p := newPager(t, "", "")
+	start := time.Now()
+	cases := []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{"version":`, 400, "not JSON"},
+		{`{"version":"3","alerts":[]}`, 400, "version"},
+		{`{"version":"4","alerts":[]}`, 400, "no alerts"},
+		{strings.Replace(notification(alert("firing", "page", start)), `"abc123page"`, `""`, 1), 400, "fingerprint"},
+		{notification(with(alert("firing", "page", start), "status", "weird")), 400, "status"},
+		{`{"version":"4","alerts":[{"status":"firing","fingerprint":"x","labels":{"alertname":"A"}}]}`, 400, "startsAt"},
+		{`{"version":"4","pad":"` + strings.Repeat("x", 1<<20) + `"}`, 413, "over"},
+	}
+	for _, c := range cases {
+		status, body := p.post(t, "/webhook/page", c.body)
+		if status != c.status || !strings.Contains(body, c.want) {
+			t.Errorf("%.60s: %d %s, want %d %q", c.body, status, body, c.status, c.want)
+		}
+	}
+	resp, _ := http.Get(p.srv.URL + "/webhook/page")
+	resp.Body.Close()
+	if resp.StatusCode != 405 {
+		t.Errorf("GET: %d", resp.StatusCode)
+	}
+	if len(p.st.Incidents()) != 0 {
+		t.Error("a rejected payload was stored")
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	p := newPager(t, "", "s3cret")
+	body := notification(alert("firing", "ticket", time.Now()))
+	if status, _ := p.post(t, "/webhook/ticket", body); status != 401 {
+		t.Fatalf("no token: %d", status)
+	}
+	if status, _ := p.post(t, "/webhook/ticket", body, "Authorization", "Bearer wrong"); status != 401 {
+		t.Fatalf("wrong token: %d", status)
+	}
+	if status, _ := p.post(t, "/webhook/ticket", body, "Authorization", "Bearer s3cret"); status != 200 {
+		t.Fatalf("right token: %d", status)
+	}
+}
+
+func TestRetriesAreDeduplicatedAndTheTimelineKept(t *testing.T) {
+	p := newPager(t, "", "")
+	start := time.Now().Add(-time.Minute).UTC()
+	for range 3 { // Alertmanager's retries and group_interval repeats
+		if status, body := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+	}
+	p.post(t, "/webhook/page", notification(alert("resolved", "page", start)))
+	p.post(t, "/webhook/page", notification(alert("resolved", "page", start)))
+	incs := p.st.Incidents()
+	if len(incs) != 1 || len(incs[0].Timeline) != 2 || incs[0].Status != "resolved" || incs[0].EndsAt == nil {
+		t.Fatalf("incidents %+v", incs)
+	}
+	if got := testutil.ToFloat64(p.h.duplicates); got != 3 {
+		t.Errorf("duplicates = %v, want 3", got)
+	}
+	if got := testutil.ToFloat64(p.h.notifications.WithLabelValues("page", "firing")); got != 1 {
+		t.Errorf("pager_notifications_total{page,firing} = %v", got)
+	}
+	logs := p.logs.String()
+	if strings.Count(logs, `"message":"PAGE"`) != 1 || strings.Count(logs, `"message":"RESOLVED"`) != 1 ||
+		!strings.Contains(logs, `"burn_rate":"10.2x"`) || !strings.Contains(logs, `"slo":"stream-latency"`) {
+		t.Errorf("one PAGE and one RESOLVED line with burn rate and SLO, got:\n%s", logs)
+	}
+	resp, _ := http.Get(p.srv.URL + "/api/incidents")
+	var api []store.Incident
+	json.NewDecoder(resp.Body).Decode(&api)
+	resp.Body.Close()
+	if len(api) != 1 || api[0].SLO != "stream-latency" || api[0].Severity != "page" {
+		t.Fatalf("/api/incidents: %+v", api)
+	}
+}
+
+// The incident's profile comes from a real Go pprof endpoint on loopback:
+// the function that allocated most in that process must top the list.
+var sink [][]byte
+
+//go:noinline
+func allocateLikeTheBaseline() {
+	for range 4000 {
+		sink = append(sink, make([]byte, 8192))
+	}
+	sink = nil
+}
+
+func TestPageCapturesTheHeapProfile(t *testing.T) {
+	allocateLikeTheBaseline()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	gw := httptest.NewServer(mux)
+	defer gw.Close()
+	p := newPager(t, gw.URL+"/debug/pprof/allocs", "")
+	start := time.Now().UTC()
+	if status, _ := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
+		t.Fatal(status)
+	}
+	p.h.Close(context.Background())
+	inc := p.st.Incidents()[0]
+	if inc.Profile == nil || inc.Profile.Error != "" || len(inc.Profile.Top) == 0 {
+		t.Fatalf("profile %+v", inc.Profile)
+	}
+	if !strings.HasSuffix(inc.Profile.Top[0].Function, "allocateLikeTheBaseline") {
+		t.Fatalf("top alloc_space %+v", inc.Profile.Top[0])
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, inc.Profile.File)); err != nil {
+		t.Fatalf("profile file: %v", err)
+	}
+	resp, _ := http.Get(p.srv.URL + "/api/incidents/" + inc.ID + "/profile")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(b) < 100 {
+		t.Fatalf("profile download: %d, %d bytes", resp.StatusCode, len(b))
+	}
+	if !strings.Contains(p.logs.String(), "PROFILE top alloc_space") {
+		t.Error("the captured profile's top functions are not logged")
+	}
+	// A ticket or a repeat of the page captures nothing more.
+	p.post(t, "/webhook/ticket", notification(alert("firing", "ticket", start)))
+	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("ok")); got != 1 {
+		t.Errorf("profiles = %v, want 1", got)
+	}
+}
+
+func TestAFailedCaptureIsRecordedAndNeverBlocksThePage(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer slow.Close()
+	p := newPager(t, slow.URL, "")
+	p.h.cfg.ProfileTimeout = 300 * time.Millisecond
+	begin := time.Now()
+	if status, _ := p.post(t, "/webhook/page", notification(alert("firing", "page", time.Now()))); status != 200 {
+		t.Fatal(status)
+	}
+	if d := time.Since(begin); d > 250*time.Millisecond {
+		t.Fatalf("the page waited %s for the profile", d)
+	}
+	p.h.Close(context.Background())
+	inc := p.st.Incidents()[0]
+	if inc.Profile == nil || inc.Profile.Error == "" || !strings.Contains(fmt.Sprint(inc.Timeline), "profile failed") {
+		t.Fatalf("failure not recorded: %+v", inc)
+	}
+}

@@ -30,7 +30,7 @@ test: tools ## every test: Go (vet, -race, both builds), SLO rules (drift, promt
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
 	$(GO) test -race -count=1 $(MODULES)
 	$(GO) test -race -count=1 -tags fixed ./gateway/cmd/gateway
-	$(MAKE) --no-print-directory check-rules check-config
+	$(MAKE) --no-print-directory check-rules check-config e2e
 
 # Prometheus, Alertmanager, promtool and amtool: the real binaries, from
 # Debian's packages (about 30 s; a Go build of Prometheus takes ~14 min).
@@ -100,3 +100,18 @@ demo-profile: ## the write-up's profiling recipe on the repro
 .PHONY: profile
 profile: ## top alloc_space of a running gateway (GATEWAY_ADMIN_URL, default http://127.0.0.1:6060)
 	$(GO) tool pprof -top -sample_index=alloc_space $${GATEWAY_ADMIN_URL:-http://127.0.0.1:6060}/debug/pprof/allocs | head -15
+
+GATEWAY_TAG ?= baseline
+SLO_WINDOWS ?= lab
+
+.PHONY: lab
+lab: tools ## run the stack natively on 127.0.0.1 (real Prometheus and Alertmanager); Ctrl-C stops it
+	$(GO) run ./loadgen/cmd/lab up -variant $(GATEWAY_TAG) -windows $(SLO_WINDOWS)
+
+.PHONY: lab-switch
+lab-switch: ## switch a running lab's gateway: make lab-switch GATEWAY_TAG=fixed
+	$(GO) run ./loadgen/cmd/lab switch -variant $(GATEWAY_TAG)
+
+.PHONY: e2e
+e2e: tools ## the end-to-end proof on the native lab: baseline pages, fixed resolves, idle is silent (~12 min)
+	$(GO) test -tags e2e -run TestEndToEnd -count=1 -timeout 25m -v ./loadgen/internal/lab

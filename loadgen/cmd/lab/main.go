@@ -1,0 +1,115 @@
+// Command lab runs burnlab natively — the compose stack as local processes
+// with real Prometheus and Alertmanager on 127.0.0.1 — and switches its
+// gateway build while it runs.
+//
+//	lab up     [-variant baseline|fixed] [-windows lab|production]
+//	lab switch -variant fixed
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"burnlab/gateway/service"
+	"burnlab/loadgen/internal/lab"
+)
+
+var envs = map[string]string{"variant": "GATEWAY_TAG", "windows": "SLO_WINDOWS", "control": "LAB_CONTROL"}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "lab:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: lab up|switch [flags]")
+	}
+	fs := flag.NewFlagSet("lab "+args[0], flag.ContinueOnError)
+	variant := fs.String("variant", "baseline", "gateway build: baseline or fixed")
+	windows := fs.String("windows", "lab", "SLO rule set: lab or production")
+	dir := fs.String("dir", ".lab", "binaries, rendered configs, data and logs")
+	shape := fs.String("shape", "", "traffic shape file (default <dir>/shape.json; calibrated when missing)")
+	control := fs.String("control", "127.0.0.1:6099", "address where a running lab takes `lab switch`")
+	service.Usage(fs, envs, "lab up: run the stack natively; lab switch: change a running lab's gateway build\n\nFlags:\n")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if err := service.Env(fs, envs); err != nil {
+		return err
+	}
+	switch args[0] {
+	case "up":
+		return up(ctx, stdout, *variant, *windows, *dir, *shape, *control)
+	case "switch":
+		resp, err := http.Post("http://"+*control+"/switch?variant="+*variant, "", nil)
+		if err != nil {
+			return fmt.Errorf("no running lab at %s (start one with `make lab`): %w", *control, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("switch: %s", b)
+		}
+		fmt.Fprintf(stdout, "%s", b)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q: want up or switch", args[0])
+}
+
+func up(ctx context.Context, stdout io.Writer, variant, windows, dir, shape, control string) error {
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.work")); err != nil {
+		return errors.New("run the lab from the repository root (make lab)")
+	}
+	dir, _ = filepath.Abs(dir)
+	// Each run starts with empty Prometheus, Alertmanager and pager data;
+	// the calibrated shape and the binaries are kept.
+	for _, d := range []string{"data", "logs"} {
+		os.RemoveAll(filepath.Join(dir, d))
+	}
+	l, err := lab.Start(ctx, lab.Config{Root: root, Dir: dir, Variant: variant, Windows: windows, Shape: shape, Log: stdout})
+	if err != nil {
+		return err
+	}
+	defer l.Stop()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /switch", func(w http.ResponseWriter, r *http.Request) {
+		v := r.URL.Query().Get("variant")
+		if err := l.Switch(r.Context(), v); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, "gateway is now the %s build\n", v)
+	})
+	srv := &http.Server{Addr: control, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.ListenAndServe()
+	defer srv.Close()
+	fmt.Fprintf(stdout, "\nburnlab is up (gateway: %s build, %s SLO windows). Ctrl-C stops everything.\n", variant, windows)
+	for _, u := range l.URLs() {
+		fmt.Fprintf(stdout, "  %-16s %s\n", u[0], u[1])
+	}
+	fmt.Fprintf(stdout, "  %-16s make lab-switch GATEWAY_TAG=fixed\n  %-16s %s/logs/\n", "switch", "logs", dir)
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "\nstopping every process…")
+	return nil
+}

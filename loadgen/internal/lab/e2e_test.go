@@ -1,0 +1,228 @@
+//go:build e2e
+
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The bounds the e2e holds the lab to: generous against the lab windows'
+// promise (page ~3 min after a 10x burn starts, clear ~2 min after it
+// stops) because this runs on a shared 2-core machine.
+const (
+	pageWithin    = 6 * time.Minute
+	profileWithin = 90 * time.Second
+	resolveWithin = 5 * time.Minute
+	fixedQuiet    = 3 * time.Minute // after the page resolved, no new page
+	idleQuiet     = 150 * time.Second
+	pollEvery     = 5 * time.Second
+)
+
+const guilty = "transcript.(*Baseline).Append"
+
+// TestEndToEnd drives the native lab through the write-up's incident:
+// baseline pages, the switch to fixed resolves the page and nothing new
+// fires, and with no traffic nothing fires at all.
+func TestEndToEnd(t *testing.T) {
+	root, _ := filepath.Abs("../../..")
+	addrs, err := FreeAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	say := func(format string, args ...any) {
+		line := fmt.Sprintf("t+%-4s %s", time.Since(t0).Round(time.Second).String(), fmt.Sprintf(format, args...))
+		fmt.Println(line)
+	}
+	l, err := Start(ctx, Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Variant: "baseline", Log: os.Stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		for _, name := range []string{Gateway, Loadgen, Pager, Prometheus, Alertmanager, Upstream} {
+			fmt.Printf("---- last lines of %s ----\n%s\n", name, l.Tail(name, 15))
+		}
+		t.Fatalf(format, args...)
+	}
+	burn := func() string {
+		v, err := l.Query(`slo:sli_error:ratio_rate2m{sloth_slo="stream-latency"} / 0.001`)
+		if err != nil || len(v) == 0 {
+			return "n/a"
+		}
+		for _, x := range v {
+			return fmt.Sprintf("%.1fx", x)
+		}
+		return ""
+	}
+	say("lab up (baseline gateway, load running): %v", l.Running())
+	loadStart := time.Now()
+
+	// 1. Baseline: a page for the stream-latency SLO.
+	var page Incident
+	for {
+		incs, err := l.Incidents()
+		if err == nil {
+			for _, inc := range incs {
+				if inc.Severity == "page" && inc.SLO == "stream-latency" && inc.Status == "firing" {
+					page = inc
+				}
+			}
+		}
+		if page.ID != "" {
+			break
+		}
+		if time.Since(loadStart) > pageWithin {
+			fail("no page within %s of the baseline load (burn over 2m: %s)", pageWithin, burn())
+		}
+		time.Sleep(pollEvery)
+	}
+	say("PAGE fired for %s/%s, %s after the load started; burn over 2m %s", page.AlertName, page.SLO, time.Since(loadStart).Round(time.Second), burn())
+	for _, other := range []string{"availability", "ttft"} {
+		if firing(t, l, other, "page") {
+			fail("the %s SLO pages too: it must stay silent", other)
+		}
+	}
+	alerts, err := l.Alerts()
+	if err != nil || !hasAlert(alerts, "stream-latency", "page", "firing") {
+		fail("Prometheus does not agree that the page fires: %v %+v", err, alerts)
+	}
+	say("Prometheus /api/v1/alerts agrees: stream-latency page firing; availability and ttft silent")
+	deadline := time.Now().Add(profileWithin)
+	for {
+		inc := find(t, l, page.ID)
+		if inc.Profile != nil {
+			if inc.Profile.Error != "" {
+				fail("profile capture failed: %s", inc.Profile.Error)
+			}
+			top := inc.Profile.Top[0]
+			if !strings.HasSuffix(top.Function, guilty) {
+				fail("the page's profile names %s, want %s", top.Function, guilty)
+			}
+			say("PROFILE at page time: top alloc_space %s (%.1f%%)", top.Function, top.FlatPct)
+			break
+		}
+		if time.Now().After(deadline) {
+			fail("no profile on the incident within %s", profileWithin)
+		}
+		time.Sleep(2 * time.Second)
+	}
+
+	// 2. Switch to fixed: the page resolves and no new one fires.
+	switched := time.Now()
+	if err := l.Switch(ctx, "fixed"); err != nil {
+		fail("switch: %v", err)
+	}
+	say("switched the gateway to fixed (%s to drain, rebuild and restart)", time.Since(switched).Round(time.Second))
+	for find(t, l, page.ID).Status != "resolved" {
+		if time.Since(switched) > resolveWithin {
+			fail("the page did not resolve within %s of the switch (burn over 2m: %s)", resolveWithin, burn())
+		}
+		time.Sleep(pollEvery)
+	}
+	resolved := time.Now()
+	say("RESOLVED %s after the switch; burn over 2m %s", resolved.Sub(switched).Round(time.Second), burn())
+	for time.Since(resolved) < fixedQuiet {
+		if inc := newPage(t, l, page.ID); inc != "" {
+			fail("a new page fired in the fixed build: %s", inc)
+		}
+		time.Sleep(pollEvery)
+	}
+	v, err := l.Query(`slo:sli_error:ratio_rate2m{sloth_slo="stream-latency"}`)
+	if err != nil || len(v) == 0 {
+		fail("burn rate query: %v %v", err, v)
+	}
+	for _, x := range v {
+		if x != 0 {
+			fail("fixed build: error ratio over the 2m window is %v, want 0", x)
+		}
+	}
+	say("fixed: no new page for %s; burn over 2m 0.0x", fixedQuiet)
+
+	// 3. No traffic: nothing starts firing. An alert of the baseline burn
+	// may still be firing from a window longer than the run so far (the
+	// 48m/8m ticket pair): it was firing before the load stopped.
+	before := map[string]bool{}
+	if alerts, err := l.Alerts(); err == nil {
+		for _, a := range alerts {
+			if a.State == "firing" {
+				before[a.Labels["sloth_slo"]+"/"+a.Labels["severity"]] = true
+			}
+		}
+	}
+	l.StopLoad()
+	stopped := time.Now()
+	say("load stopped (still firing from the burn: %v)", keys(before))
+	for time.Since(stopped) < idleQuiet {
+		if inc := newPage(t, l, page.ID); inc != "" {
+			fail("a page fired with no traffic: %s", inc)
+		}
+		time.Sleep(pollEvery)
+	}
+	alerts, err = l.Alerts()
+	if err != nil {
+		fail("alerts: %v", err)
+	}
+	for _, a := range alerts {
+		key := a.Labels["sloth_slo"] + "/" + a.Labels["severity"]
+		if a.State == "firing" && a.Labels["sloth_slo"] != "" && (!before[key] || a.Labels["severity"] == "page") {
+			fail("with no traffic, %s started firing", key)
+		}
+	}
+	say("no traffic for %s: no page, nothing new firing in Prometheus", idleQuiet)
+	say("done in %s", time.Since(t0).Round(time.Second))
+}
+
+func keys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+func find(t *testing.T, l *Lab, id string) Incident {
+	incs, err := l.Incidents()
+	if err != nil {
+		t.Logf("pager: %v", err)
+	}
+	for _, inc := range incs {
+		if inc.ID == id {
+			return inc
+		}
+	}
+	return Incident{}
+}
+
+func newPage(t *testing.T, l *Lab, old string) string {
+	incs, _ := l.Incidents()
+	for _, inc := range incs {
+		if inc.Severity == "page" && inc.ID != old && inc.Status == "firing" {
+			return inc.ID + " " + inc.SLO
+		}
+	}
+	return ""
+}
+
+func firing(t *testing.T, l *Lab, slo, severity string) bool {
+	alerts, _ := l.Alerts()
+	return hasAlert(alerts, slo, severity, "firing")
+}
+
+func hasAlert(alerts []Alert, slo, severity, state string) bool {
+	for _, a := range alerts {
+		if a.Labels["sloth_slo"] == slo && a.Labels["severity"] == severity && a.State == state {
+			return true
+		}
+	}
+	return false
+}

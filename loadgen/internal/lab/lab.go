@@ -1,0 +1,421 @@
+// Package lab runs burnlab natively: the same processes and configuration
+// files as docker compose, as local processes on 127.0.0.1, with real
+// Prometheus and Alertmanager. Only addresses differ from compose, and they
+// come from one table (Addrs), rendered into the repo's config files.
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Service names, as in docker-compose.yml and prometheus.yml.
+const (
+	Gateway      = "gateway"
+	Upstream     = "upstream"
+	Loadgen      = "loadgen"
+	Pager        = "pager"
+	Prometheus   = "prometheus"
+	Alertmanager = "alertmanager"
+)
+
+// Addrs are the lab's listen addresses. The compose addresses they replace
+// are the ones in the repo's config files (service:port).
+type Addrs struct {
+	GatewayPublic, GatewayAdmin, Upstream, LoadgenAdmin, Pager, Prometheus, Alertmanager string
+}
+
+// DefaultAddrs are the contract's ports on 127.0.0.1.
+func DefaultAddrs() Addrs {
+	return Addrs{GatewayPublic: "127.0.0.1:8080", GatewayAdmin: "127.0.0.1:6060", Upstream: "127.0.0.1:8081",
+		LoadgenAdmin: "127.0.0.1:6061", Pager: "127.0.0.1:5001", Prometheus: "127.0.0.1:9090", Alertmanager: "127.0.0.1:9093"}
+}
+
+// FreeAddrs picks unused loopback ports, for tests beside a running lab.
+func FreeAddrs() (Addrs, error) {
+	var ports [7]string
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return Addrs{}, err
+		}
+		defer ln.Close()
+		ports[i] = ln.Addr().String()
+	}
+	return Addrs{ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]}, nil
+}
+
+// replacements maps each compose address in the config files to its lab
+// address: the one place the two layouts differ.
+func (a Addrs) replacements() *strings.Replacer {
+	return strings.NewReplacer(
+		"gateway:6060", a.GatewayAdmin,
+		"upstream:8081", a.Upstream,
+		"loadgen:6061", a.LoadgenAdmin,
+		"pager:5001", a.Pager,
+		"alertmanager:9093", a.Alertmanager,
+		"localhost:9090", a.Prometheus,
+	)
+}
+
+// Config is one lab.
+type Config struct {
+	Root    string // the repository
+	Dir     string // binaries, rendered configs, data and logs
+	Addrs   Addrs
+	Variant string // gateway build: baseline or fixed
+	Windows string // SLO rule set: lab or production
+	// Tenants is the gateway's tenant list; the loadgen uses its keys.
+	Tenants string
+	// Shape is the traffic shape file; when it does not exist the lab
+	// calibrates against the baseline gateway and writes it.
+	Shape string
+	Log   io.Writer
+}
+
+// DefaultTenants gives the lab two tenants with quotas far above the load:
+// the lab is about latency, not rate limits.
+const DefaultTenants = "sk-lab-acme=acme:1000000000,sk-lab-globex=globex:1000000000"
+
+// Lab is a running lab.
+type Lab struct {
+	cfg   Config
+	mu    sync.Mutex
+	procs map[string]*proc
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  string
+}
+
+func (c *Config) defaults() error {
+	if c.Root == "" || c.Dir == "" {
+		return errors.New("lab: Root and Dir are required")
+	}
+	if c.Addrs == (Addrs{}) {
+		c.Addrs = DefaultAddrs()
+	}
+	if c.Variant == "" {
+		c.Variant = "baseline"
+	}
+	if c.Variant != "baseline" && c.Variant != "fixed" {
+		return fmt.Errorf("lab: gateway variant %q: want baseline or fixed", c.Variant)
+	}
+	if c.Windows == "" {
+		c.Windows = "lab"
+	}
+	if c.Windows != "lab" && c.Windows != "production" {
+		return fmt.Errorf("lab: SLO windows %q: want lab or production", c.Windows)
+	}
+	if c.Tenants == "" {
+		c.Tenants = DefaultTenants
+	}
+	if c.Shape == "" {
+		c.Shape = filepath.Join(c.Dir, "shape.json")
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return nil
+}
+
+func (l *Lab) say(format string, args ...any) { fmt.Fprintf(l.cfg.Log, "lab: "+format+"\n", args...) }
+
+// Start builds everything, renders the configs and starts every process,
+// returning once each is ready. On error the started processes are stopped.
+func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	l := &Lab{cfg: cfg, procs: map[string]*proc{}}
+	defer func() {
+		if err != nil {
+			l.Stop()
+		}
+	}()
+	for _, d := range []string{"bin", "etc/rules", "data/prometheus", "data/alertmanager", "data/pager", "logs"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.buildAll(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.render(); err != nil {
+		return nil, err
+	}
+	promBin, amBin, err := findPrometheus()
+	if err != nil {
+		return nil, err
+	}
+	a := cfg.Addrs
+	steps := []struct {
+		name  string
+		args  []string
+		ready string
+	}{
+		{Upstream, []string{l.bin("upstream"), "-listen", a.Upstream}, "http://" + a.Upstream + "/readyz"},
+		{Pager, []string{l.bin("pager"), "-listen", a.Pager, "-data", l.path("data/pager"),
+			"-profile-url", "http://" + a.GatewayAdmin + "/debug/pprof/allocs"}, "http://" + a.Pager + "/readyz"},
+		{Alertmanager, []string{amBin, "--config.file=" + l.path("etc/alertmanager.yml"), "--storage.path=" + l.path("data/alertmanager"),
+			"--web.listen-address=" + a.Alertmanager, "--cluster.listen-address="}, "http://" + a.Alertmanager + "/-/ready"},
+		{Prometheus, []string{promBin, "--config.file=" + l.path("etc/prometheus.yml"), "--storage.tsdb.path=" + l.path("data/prometheus"),
+			"--web.listen-address=" + a.Prometheus}, "http://" + a.Prometheus + "/-/ready"},
+	}
+	for _, s := range steps {
+		if err := l.start(ctx, s.name, s.args, s.ready); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := os.Stat(cfg.Shape); errors.Is(err, os.ErrNotExist) {
+		if err := l.startGateway(ctx, "baseline"); err != nil {
+			return nil, err
+		}
+		if err := l.calibrate(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.startGateway(ctx, cfg.Variant); err != nil {
+		return nil, err
+	}
+	if err := l.StartLoad(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Lab) path(rel string) string { return filepath.Join(l.cfg.Dir, rel) }
+func (l *Lab) bin(name string) string { return l.path(filepath.Join("bin", name)) }
+
+// buildAll builds the binaries the lab runs, from the same cmd/ packages
+// the images are built from.
+func (l *Lab) buildAll(ctx context.Context) error {
+	for _, b := range []struct{ out, pkg, tags string }{
+		{"gateway-baseline", "./gateway/cmd/gateway", ""},
+		{"gateway-fixed", "./gateway/cmd/gateway", "fixed"},
+		{"upstream", "./loadgen/cmd/upstream", ""},
+		{"loadgen", "./loadgen/cmd/loadgen", ""},
+		{"pager", "./alertmanager/pager/cmd/pager", ""},
+	} {
+		if err := l.build(ctx, b.out, b.pkg, b.tags); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Lab) build(ctx context.Context, out, pkg, tags string) error {
+	args := []string{"build", "-trimpath", "-o", l.bin(out)}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
+	cmd.Dir = l.cfg.Root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("lab: building %s: %w\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// render writes the repo's config files with lab addresses, and the
+// selected rule set as rules/slo.yml, as compose mounts it.
+func (l *Lab) render() error {
+	r := l.cfg.Addrs.replacements()
+	for _, f := range []struct{ src, dst string }{
+		{"prometheus/prometheus.yml", "etc/prometheus.yml"},
+		{"alertmanager/alertmanager.yml", "etc/alertmanager.yml"},
+		{"prometheus/rules/slo-" + l.cfg.Windows + ".yml", "etc/rules/slo.yml"},
+	} {
+		b, err := os.ReadFile(filepath.Join(l.cfg.Root, f.src))
+		if err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+		if err := os.WriteFile(l.path(f.dst), []byte(r.Replace(string(b))), 0o644); err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+	}
+	return nil
+}
+
+// findPrometheus finds the real binaries; Debian names Alertmanager
+// prometheus-alertmanager.
+func findPrometheus() (string, string, error) {
+	prom, err := exec.LookPath("prometheus")
+	if err != nil {
+		return "", "", errors.New("lab: prometheus not found: run `make tools` (Debian's prometheus package)")
+	}
+	for _, name := range []string{"alertmanager", "prometheus-alertmanager"} {
+		if am, err := exec.LookPath(name); err == nil {
+			return prom, am, nil
+		}
+	}
+	return "", "", errors.New("lab: alertmanager not found: run `make tools` (Debian's prometheus-alertmanager package)")
+}
+
+// start runs one process in its own process group, logging to
+// logs/<name>.log, and waits until ready answers 200.
+func (l *Lab) start(ctx context.Context, name string, args []string, ready string) error {
+	logPath := l.path("logs/" + name + ".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "LOG_LEVEL=info")
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return fmt.Errorf("lab: starting %s: %w", name, err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() { cmd.Wait(); f.Close(); close(p.done) }()
+	l.mu.Lock()
+	l.procs[name] = p
+	l.mu.Unlock()
+	l.say("%-12s pid %d, log %s", name, cmd.Process.Pid, logPath)
+	if ready == "" {
+		return nil
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-p.done:
+			return fmt.Errorf("lab: %s exited before it was ready:\n%s", name, l.Tail(name, 20))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if resp, err := http.Get(ready); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("lab: %s not ready at %s after 60 s:\n%s", name, ready, l.Tail(name, 20))
+		}
+	}
+}
+
+// stop ends one process (its whole group): SIGTERM, then SIGKILL after
+// grace.
+func (l *Lab) stop(name string, grace time.Duration) {
+	l.mu.Lock()
+	p := l.procs[name]
+	delete(l.procs, name)
+	l.mu.Unlock()
+	if p == nil {
+		return
+	}
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// Stop ends every process, load first, leaving none behind.
+func (l *Lab) Stop() {
+	for _, name := range []string{Loadgen, Gateway, Upstream, Prometheus, Alertmanager, Pager} {
+		l.stop(name, 15*time.Second)
+	}
+}
+
+func (l *Lab) startGateway(ctx context.Context, variant string) error {
+	a := l.cfg.Addrs
+	return l.start(ctx, Gateway, []string{l.bin("gateway-" + variant), "-listen", a.GatewayPublic, "-admin", a.GatewayAdmin,
+		"-upstream", "http://" + a.Upstream, "-tenants", l.cfg.Tenants}, "http://"+a.GatewayAdmin+"/readyz")
+}
+
+// Switch replaces the gateway with the other build, as the compose tag
+// toggle does: only the gateway restarts, draining its streams first.
+func (l *Lab) Switch(ctx context.Context, variant string) error {
+	if variant != "baseline" && variant != "fixed" {
+		return fmt.Errorf("lab: gateway variant %q: want baseline or fixed", variant)
+	}
+	if err := l.build(ctx, "gateway-"+variant, "./gateway/cmd/gateway", map[string]string{"fixed": "fixed"}[variant]); err != nil {
+		return err
+	}
+	l.stop(Gateway, 70*time.Second)
+	l.say("gateway switched to %s", variant)
+	return l.startGateway(ctx, variant)
+}
+
+func (l *Lab) calibrate(ctx context.Context) error {
+	l.say("calibrating the traffic shape against the baseline gateway (writes %s)", l.cfg.Shape)
+	cmd := exec.CommandContext(ctx, l.bin("loadgen"), "calibrate", "-target", "http://"+l.cfg.Addrs.GatewayPublic+"/v1/chat/stream",
+		"-tenants", l.cfg.Tenants, "-o", l.cfg.Shape)
+	out, err := cmd.CombinedOutput()
+	l.cfg.Log.Write(out)
+	if err != nil {
+		return fmt.Errorf("lab: calibration: %w", err)
+	}
+	l.stop(Gateway, 70*time.Second)
+	return nil
+}
+
+// StartLoad starts the load generator, until stopped.
+func (l *Lab) StartLoad(ctx context.Context) error {
+	a := l.cfg.Addrs
+	return l.start(ctx, Loadgen, []string{l.bin("loadgen"), "-target", "http://" + a.GatewayPublic + "/v1/chat/stream",
+		"-tenants", l.cfg.Tenants, "-shape", l.cfg.Shape, "-duration", "0", "-admin", a.LoadgenAdmin, "-ramp", "10s"},
+		"http://"+a.LoadgenAdmin+"/readyz")
+}
+
+// StopLoad stops the load generator.
+func (l *Lab) StopLoad() { l.stop(Loadgen, 30*time.Second) }
+
+// URLs are where a person looks.
+func (l *Lab) URLs() [][2]string {
+	a := l.cfg.Addrs
+	return [][2]string{
+		{"gateway", "http://" + a.GatewayPublic + "/v1/chat/stream"},
+		{"gateway admin", "http://" + a.GatewayAdmin + "/metrics"},
+		{"prometheus", "http://" + a.Prometheus + "/alerts"},
+		{"alertmanager", "http://" + a.Alertmanager},
+		{"pager incidents", "http://" + a.Pager + "/api/incidents"},
+		{"loadgen metrics", "http://" + a.LoadgenAdmin + "/metrics"},
+	}
+}
+
+// Tail returns the last n lines of a process's log.
+func (l *Lab) Tail(name string, n int) string {
+	b, err := os.ReadFile(l.path("logs/" + name + ".log"))
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// Running reports the processes running now.
+func (l *Lab) Running() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var names []string
+	for name, p := range l.procs {
+		select {
+		case <-p.done:
+		default:
+			names = append(names, name+"("+strconv.Itoa(p.cmd.Process.Pid)+")")
+		}
+	}
+	return names
+}

@@ -1,0 +1,93 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Incident is what the pager's /api/incidents says of one alert.
+type Incident struct {
+	ID        string    `json:"id"`
+	AlertName string    `json:"alertname"`
+	SLO       string    `json:"slo"`
+	Severity  string    `json:"severity"`
+	Status    string    `json:"status"`
+	StartsAt  time.Time `json:"startsAt"`
+	Profile   *struct {
+		Top []struct {
+			Function string  `json:"function"`
+			FlatPct  float64 `json:"flat_pct"`
+		} `json:"top"`
+		Error string `json:"error"`
+	} `json:"profile"`
+	Timeline []struct {
+		At   time.Time `json:"at"`
+		What string    `json:"what"`
+	} `json:"timeline"`
+}
+
+// Incidents asks the lab's pager.
+func (l *Lab) Incidents() ([]Incident, error) {
+	var incs []Incident
+	return incs, getJSON("http://"+l.cfg.Addrs.Pager+"/api/incidents", &incs)
+}
+
+// Alert is one entry of Prometheus's /api/v1/alerts.
+type Alert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"`
+}
+
+// Alerts asks the lab's Prometheus which alerts are pending or firing.
+func (l *Lab) Alerts() ([]Alert, error) {
+	var r struct {
+		Data struct {
+			Alerts []Alert `json:"alerts"`
+		} `json:"data"`
+	}
+	return r.Data.Alerts, getJSON("http://"+l.cfg.Addrs.Prometheus+"/api/v1/alerts", &r)
+}
+
+// Query evaluates an instant PromQL query on the lab's Prometheus and
+// returns the value of each series, keyed by its labels.
+func (l *Lab) Query(q string) (map[string]float64, error) {
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := getJSON("http://"+l.cfg.Addrs.Prometheus+"/api/v1/query?query="+url.QueryEscape(q), &r); err != nil {
+		return nil, err
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("query %s: %s", q, r.Error)
+	}
+	out := map[string]float64{}
+	for _, s := range r.Data.Result {
+		v, _ := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+		out[fmt.Sprint(s.Metric)] = v
+	}
+	return out, nil
+}
+
+func getJSON(u string, v any) error {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}

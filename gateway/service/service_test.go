@@ -58,7 +58,9 @@ func TestServeDrainsAndReportsListenErrors(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, zerolog.Nop(), 5*time.Second, Server{Name: "t", Addr: addr, Handler: slow, Streaming: true}) }()
+	go func() {
+		done <- Serve(ctx, zerolog.Nop(), 5*time.Second, Server{Name: "t", Addr: addr, Handler: slow, Streaming: true})
+	}()
 	var resp *http.Response
 	var err error
 	got := make(chan string, 1)

@@ -6,14 +6,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"burnlab/gateway/internal/proxy"
@@ -33,15 +30,7 @@ var envs = map[string]string{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "gateway:", err)
-		os.Exit(1)
-	}
+	service.Main("gateway", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stderr) })
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
@@ -56,13 +45,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	idle := fs.Duration("upstream-idle-timeout", 30*time.Second, "end a stream whose upstream sends nothing for this long")
 	drain := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, let in-flight streams finish for this long")
 	service.Usage(fs, envs, fmt.Sprintf("gateway (%s build, version %s)\n\nFlags:\n", variant, version))
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := service.Env(fs, envs); err != nil {
+	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
 	log, err := service.NewLogger(*logLevel, "gateway")

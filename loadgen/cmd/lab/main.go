@@ -14,9 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"burnlab/gateway/service"
@@ -26,15 +24,7 @@ import (
 var envs = map[string]string{"variant": "GATEWAY_TAG", "windows": "SLO_WINDOWS", "control": "LAB_CONTROL"}
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "lab:", err)
-		os.Exit(1)
-	}
+	service.Main("lab", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout) })
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {

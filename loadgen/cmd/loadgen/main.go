@@ -12,10 +12,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -38,15 +36,7 @@ var envs = map[string]string{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "loadgen:", err)
-		os.Exit(1)
-	}
+	service.Main("loadgen", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout, os.Stderr) })
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -86,13 +76,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	name := fs.String("name", "", "name of this run in the report (e.g. baseline, fixed)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	service.Usage(fs, envs, usage)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := service.Env(fs, envs); err != nil {
+	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
 	log, err := service.NewLogger(*logLevel, "loadgen")

@@ -6,13 +6,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"burnlab/gateway/service"
@@ -33,15 +29,7 @@ var envs = map[string]string{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "upstream:", err)
-		os.Exit(1)
-	}
+	service.Main("upstream", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stderr) })
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
@@ -66,13 +54,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Float64Var(&cfg.Faults.SlowFirstByte, "fault-slow-first-byte", 0, "share of requests answered only after -slow-first-byte-delay")
 	fs.DurationVar(&cfg.Faults.SlowDelay, "slow-first-byte-delay", 2*time.Second, "delay of a slow first byte")
 	service.Usage(fs, envs, "upstream: a synthetic OpenAI-compatible model provider\n\nFlags:\n")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := service.Env(fs, envs); err != nil {
+	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
 	log, err := service.NewLogger(*logLevel, "upstream")

@@ -43,7 +43,9 @@ func sse(delay func(i int64) time.Duration) (*httptest.Server, *atomic.Int64) {
 	return s, &count
 }
 
-func quick() shape.Shape { return shape.Shape{Rate: 50, LongEvery: 0, ShortMin: 3, ShortMax: 3, Seed: 1} }
+func quick() shape.Shape {
+	return shape.Shape{Rate: 50, LongEvery: 0, ShortMin: 3, ShortMax: 3, Seed: 1}
+}
 
 func TestOpenModelKeepsTheScheduleAndCountsEveryStart(t *testing.T) {
 	s, count := sse(func(int64) time.Duration { return 0 })

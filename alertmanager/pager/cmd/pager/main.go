@@ -6,13 +6,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"burnlab/gateway/service"
@@ -29,15 +25,7 @@ var envs = map[string]string{
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "pager:", err)
-		os.Exit(1)
-	}
+	service.Main("pager", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stderr) })
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
@@ -49,13 +37,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	service.Usage(fs, envs, "pager: an Alertmanager webhook receiver for burnlab's on-call\n\nFlags:\n")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err := service.Env(fs, envs); err != nil {
+	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
 	log, err := service.NewLogger(*logLevel, "pager")

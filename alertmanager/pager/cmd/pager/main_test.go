@@ -90,4 +90,3 @@ func waitReady(t *testing.T, url string) {
 	}
 	t.Fatalf("%s never ready", url)
 }
-

@@ -304,4 +304,3 @@ func (s *Store) Incident(id string) (Incident, bool) {
 	c.Timeline = slices.Clone(inc.Timeline)
 	return c, true
 }
-

@@ -365,8 +365,6 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, body 
 		out.line(nil)
 		out.flush()
 	}
-	h.cfg.Tenants.Charge(s.tenant, s.tokens-s.charged)
-	s.charged = s.tokens
 }
 
 func classifyReadError(err, cause error) string {

@@ -204,18 +204,31 @@ func (l *Lab) bin(name string) string { return l.path(filepath.Join("bin", name)
 // buildAll builds the binaries the lab runs, from the same cmd/ packages
 // the images are built from.
 func (l *Lab) buildAll(ctx context.Context) error {
-	for _, b := range []struct{ out, pkg, tags string }{
-		{"gateway-baseline", "./gateway/cmd/gateway", ""},
-		{"gateway-fixed", "./gateway/cmd/gateway", "fixed"},
-		{"upstream", "./loadgen/cmd/upstream", ""},
-		{"loadgen", "./loadgen/cmd/loadgen", ""},
-		{"pager", "./alertmanager/pager/cmd/pager", ""},
+	for _, variant := range []string{"baseline", "fixed"} {
+		if err := l.buildGateway(ctx, variant); err != nil {
+			return err
+		}
+	}
+	for _, b := range []struct{ out, pkg string }{
+		{"upstream", "./loadgen/cmd/upstream"},
+		{"loadgen", "./loadgen/cmd/loadgen"},
+		{"pager", "./alertmanager/pager/cmd/pager"},
 	} {
-		if err := l.build(ctx, b.out, b.pkg, b.tags); err != nil {
+		if err := l.build(ctx, b.out, b.pkg, ""); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// buildGateway builds one variant; the variant is a build tag, as in the
+// image (`-tags fixed`; the baseline needs none).
+func (l *Lab) buildGateway(ctx context.Context, variant string) error {
+	tags := ""
+	if variant == "fixed" {
+		tags = "fixed"
+	}
+	return l.build(ctx, "gateway-"+variant, "./gateway/cmd/gateway", tags)
 }
 
 func (l *Lab) build(ctx context.Context, out, pkg, tags string) error {
@@ -350,7 +363,7 @@ func (l *Lab) Switch(ctx context.Context, variant string) error {
 	if variant != "baseline" && variant != "fixed" {
 		return fmt.Errorf("lab: gateway variant %q: want baseline or fixed", variant)
 	}
-	if err := l.build(ctx, "gateway-"+variant, "./gateway/cmd/gateway", map[string]string{"fixed": "fixed"}[variant]); err != nil {
+	if err := l.buildGateway(ctx, variant); err != nil {
 		return err
 	}
 	l.stop(Gateway, 70*time.Second)

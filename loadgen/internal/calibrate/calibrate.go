@@ -16,7 +16,7 @@ import (
 	"burnlab/loadgen/internal/shape"
 )
 
-// Point is the median time of streams of one length.
+// Point is the fastest time of streams of one length.
 type Point struct {
 	Events int
 	Time   time.Duration
@@ -44,7 +44,9 @@ func (c Curve) EventsFor(d time.Duration) int {
 type Probe func(ctx context.Context, events int) (time.Duration, error)
 
 // Measure runs reps streams of each size one after another (after one
-// warm-up stream) and keeps each size's median.
+// warm-up stream) and keeps each size's fastest: on a shared machine the
+// other runs measure the neighbours too, and the fastest is the closest to
+// the gateway's own cost.
 func Measure(ctx context.Context, probe Probe, sizes []int, reps int) ([]Point, error) {
 	if _, err := probe(ctx, sizes[0]); err != nil {
 		return nil, fmt.Errorf("warm-up stream: %w", err)
@@ -59,8 +61,7 @@ func Measure(ctx context.Context, probe Probe, sizes []int, reps int) ([]Point, 
 			}
 			ts = append(ts, d)
 		}
-		slices.Sort(ts)
-		pts = append(pts, Point{Events: n, Time: ts[len(ts)/2]})
+		pts = append(pts, Point{Events: n, Time: slices.Min(ts)})
 	}
 	return pts, nil
 }
@@ -147,8 +148,9 @@ func Choose(c Curve, o Options) (shape.Shape, error) {
 	long := roundUp(c.EventsFor(o.SLO*5/2), 500)
 	say("long generation: %d events, predicted %s = %.1fx the %s SLO (every one breaches)", long, c.At(long).Round(time.Millisecond), c.At(long).Seconds()/o.SLO.Seconds(), o.SLO)
 	shortMax := c.EventsFor(o.SLO / 30)
-	if shortMax < 30 {
-		return shape.Shape{}, fmt.Errorf("calibrate: even a %d-event stream takes more than %s; the machine is too slow for the lab", 30, o.SLO/30)
+	if shortMax < minShort {
+		say("the fit leaves ordinary streams no room under %s (a busy machine inflates its constant); using %d events — calibrate again on a quieter machine", o.SLO/30, minShort)
+		shortMax = minShort
 	}
 	shortMin := max(1, shortMax/3)
 	say("ordinary stream: %d–%d events, predicted ≤ %s (never breaches)", shortMin, shortMax, c.At(shortMax).Round(time.Millisecond))
@@ -171,5 +173,9 @@ func Choose(c Curve, o Options) (shape.Shape, error) {
 	s := shape.Shape{Rate: rate, LongEvery: o.LongEvery, LongEvents: long, ShortMin: shortMin, ShortMax: shortMax, Seed: o.Seed, Why: why}
 	return s, s.Validate()
 }
+
+// minShort is the shortest ordinary stream the lab sends: a chat answer of
+// a few sentences.
+const minShort = 100
 
 func roundUp(n, step int) int { return (n + step - 1) / step * step }

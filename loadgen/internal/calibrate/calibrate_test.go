@@ -62,6 +62,18 @@ func TestChooseOnThisMachineAndTheWriteUps(t *testing.T) {
 	}
 }
 
+// A busy machine inflates the fitted constant; the choice degrades to
+// short ordinary streams and says so, instead of failing the lab.
+func TestChooseOnABusyMachine(t *testing.T) {
+	s, err := Choose(Curve{A: 20e-9, B: 20e-6, C: 30e-3}, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ShortMax != minShort || !strings.Contains(strings.Join(s.Why, "\n"), "quieter machine") {
+		t.Fatalf("%+v", s)
+	}
+}
+
 func TestChooseRefusesTheFixedBuild(t *testing.T) {
 	_, err := Choose(Curve{A: 0, B: 0.2e-6, C: 0.5e-3}, DefaultOptions())
 	if !errors.Is(err, ErrNotBaseline) {

@@ -289,7 +289,9 @@ func (l *Lab) start(ctx context.Context, name string, args []string, ready strin
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so stop reaches its children too; and a
+	// signal when the lab dies, so a killed lab leaves nothing behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Env = append(os.Environ(), "LOG_LEVEL=info")
 	if err := cmd.Start(); err != nil {
 		f.Close()

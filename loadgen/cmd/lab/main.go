@@ -71,7 +71,9 @@ func up(ctx context.Context, stdout io.Writer, variant, windows, dir, shape, con
 	if _, err := os.Stat(filepath.Join(root, "go.work")); err != nil {
 		return errors.New("run the lab from the repository root (make lab)")
 	}
-	dir, _ = filepath.Abs(dir)
+	if dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
 	// Each run starts with empty Prometheus, Alertmanager and pager data;
 	// the calibrated shape and the binaries are kept.
 	for _, d := range []string{"data", "logs"} {

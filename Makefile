@@ -4,7 +4,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 GO      ?= go
-MODULES := ./gateway/... ./loadgen/... ./alertmanager/pager/...
+MODULES := ./gateway/... ./loadgen/... ./alertmanager/pager/... ./grafana/...
 BIN     := bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
@@ -66,6 +66,10 @@ check-rules: ## fail when the committed rules differ from a regeneration; run th
 	done; echo "rules: committed = generated"
 	promtool check rules prometheus/rules/slo-production.yml prometheus/rules/slo-lab.yml
 	promtool test rules prometheus/tests/slo-lab.test.yml prometheus/tests/slo-production.test.yml
+
+.PHONY: dashboards
+dashboards: ## regenerate grafana/dashboards/ from the Go source (make test fails on drift)
+	$(GO) run ./grafana/cmd/dashgen -o grafana/dashboards/llm-gateway-slo.json
 
 .PHONY: check-config
 check-config: ## promtool check config (with each rule set) and amtool check-config

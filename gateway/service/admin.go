@@ -3,6 +3,7 @@ package service
 import (
 	"net/http"
 	"net/http/pprof"
+	"regexp"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +16,9 @@ import (
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsGC, collectors.MetricsMemory, collectors.MetricsScheduler)),
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsGC, collectors.MetricsMemory, collectors.MetricsScheduler,
+			// GC CPU over total CPU: the share of the gateway spent collecting garbage.
+			collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/cpu/classes/(gc/total|total):cpu-seconds$`)})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return reg

@@ -4,6 +4,7 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,6 +118,26 @@ func TestEndToEnd(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 
+	// The Grafana dashboard's every query returns data from this Prometheus.
+	queries := dashboardQueries(t, root)
+	var empty []string
+	for deadline := time.Now().Add(time.Minute); ; {
+		empty = empty[:0]
+		for name, q := range queries {
+			if v, err := l.Query(strings.ReplaceAll(q, "$__rate_interval", "1m")); err != nil || len(v) == 0 {
+				empty = append(empty, fmt.Sprintf("%s (%v)", name, err))
+			}
+		}
+		if len(empty) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(pollEvery)
+	}
+	if len(empty) > 0 {
+		fail("dashboard queries with no data: %v", empty)
+	}
+	say("dashboard: all %d queries of grafana/dashboards return data from the lab's Prometheus", len(queries))
+
 	// 2. Switch to fixed: the page resolves and no new one fires.
 	switched := time.Now()
 	if err := l.Switch(ctx, "fixed"); err != nil {
@@ -180,6 +201,47 @@ func TestEndToEnd(t *testing.T) {
 	}
 	say("no traffic for %s: no page, nothing new firing in Prometheus", idleQuiet)
 	say("done in %s", time.Since(t0).Round(time.Second))
+}
+
+// dashboardQueries collects every "expr" of the committed dashboards,
+// named by the panel title around it.
+func dashboardQueries(t *testing.T, root string) map[string]string {
+	files, _ := filepath.Glob(filepath.Join(root, "grafana/dashboards/*.json"))
+	if len(files) == 0 {
+		t.Fatal("no dashboards under grafana/dashboards")
+	}
+	out := map[string]string{}
+	var walk func(v any, title string)
+	walk = func(v any, title string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if s, ok := v["title"].(string); ok {
+				title = s
+			}
+			if e, ok := v["expr"].(string); ok && e != "" {
+				out[fmt.Sprintf("%s #%d", title, len(out)+1)] = e
+			}
+			for _, c := range v {
+				walk(c, title)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c, title)
+			}
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d any
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		walk(d, filepath.Base(f))
+	}
+	return out
 }
 
 func keys(m map[string]bool) []string {

@@ -1,0 +1,141 @@
+// Package dashboard builds burnlab's Grafana dashboard as code with the
+// Grafana Foundation SDK. The generated JSON is committed under
+// grafana/dashboards/ and provisioned by file; `make dashboards` rebuilds it.
+package dashboard
+
+import (
+	"encoding/json"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// UID and PrometheusUID are fixed so links, provisioning and tests can name
+// them.
+const (
+	UID           = "burnlab-llm-gateway-slo"
+	PrometheusUID = "burnlab-prometheus"
+	Title         = "LLM gateway — stream latency SLO"
+)
+
+var promDS = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr(PrometheusUID)}
+
+func query(expr, legend string) *prometheus.DataqueryBuilder {
+	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend)
+}
+
+// The SLO's route and objective, as in prometheus/slo/llm-gateway.yml.
+const (
+	route  = `route="/v1/chat/stream"`
+	budget = "0.001"
+)
+
+func series(title, description, unit string, span uint32, queries ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {
+	p := timeseries.NewPanelBuilder().Title(title).Description(description).Unit(unit).
+		Datasource(promDS).Height(8).Span(span)
+	for _, q := range queries {
+		p = p.WithTarget(q)
+	}
+	return p
+}
+
+func single(title, description, unit string, q *prometheus.DataqueryBuilder) *stat.PanelBuilder {
+	return stat.NewPanelBuilder().Title(title).Description(description).Unit(unit).
+		Datasource(promDS).Height(4).Span(6).WithTarget(q).
+		GraphMode(common.BigValueGraphModeArea)
+}
+
+func quantiles(metric, who, selector string) []*prometheus.DataqueryBuilder {
+	var qs []*prometheus.DataqueryBuilder
+	for _, q := range []struct{ q, name string }{{"0.5", "p50"}, {"0.99", "p99"}, {"0.999", "p99.9"}} {
+		qs = append(qs, query(`histogram_quantile(`+q.q+`, sum by (le) (rate(`+metric+`_bucket{`+selector+`}[$__rate_interval])))`, who+" "+q.name))
+	}
+	return qs
+}
+
+// burnThresholds draws the lab's and production's page thresholds.
+func burnThresholds() *dashboard.ThresholdsConfigBuilder {
+	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps([]dashboard.Threshold{
+		{Color: "green"},
+		{Value: cog.ToPtr(6.0), Color: "orange"},
+		{Value: cog.ToPtr(14.4), Color: "red"},
+	})
+}
+
+// Build returns the dashboard.
+func Build() (dashboard.Dashboard, error) {
+	b := dashboard.NewDashboardBuilder(Title).
+		Uid(UID).
+		Description("The write-up's incident: up, no 5xx, a fine p50 — and the stream-latency budget burning. Look at burn rate before latency, allocation before CPU.").
+		Tags([]string{"burnlab", "slo", "llm-gateway"}).
+		Refresh("10s").
+		Time("now-30m", "now").
+		Timezone(common.TimeZoneBrowser).
+		Annotation(dashboard.NewAnnotationQueryBuilder().
+			Name("Pages").
+			Datasource(dashboard.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr(PrometheusUID)}).
+			Enable(true).
+			IconColor("red").
+			Expr(`ALERTS{alertstate="firing", severity="page", sloth_service="llm-gateway"}`))
+
+	b = b.WithRow(dashboard.NewRowBuilder("Error budget")).
+		WithPanel(single("SLI now (stream latency)", "Share of streams within 600 ms over the shortest alert window. Under 99.9 % the budget is burning.", "percentunit",
+			query(`1 - max(slo:current_burn_rate:ratio{sloth_slo="stream-latency"}) * `+budget, "SLI")).Decimals(2)).
+		WithPanel(single("SLI over the SLO period", "Share of streams within 600 ms over the whole SLO period (10 h in the lab, 30 d in production).", "percentunit",
+			query(`1 - max(slo:period_burn_rate:ratio{sloth_slo="stream-latency"}) * `+budget, "SLI")).Decimals(3)).
+		WithPanel(single("Error budget remaining", "Budget left for the period, per SLO: only stream-latency should fall; availability and ttft stay full.", "percentunit",
+			query(`slo:period_error_budget_remaining:ratio`, "{{sloth_slo}}"))).
+		WithPanel(single("Gateway build", "Which transcript parser is running: baseline (regexp + string +=) or fixed (HasPrefix + Builder).", "none",
+			query(`max by (variant) (gateway_build_info)`, "{{variant}}"))).
+		WithPanel(series("Burn rate by window (stream latency)", "Error ratio over each alert window divided by the 0.1 % budget. A page needs a long and its short window both over 14.4x or both over 6x (the lines).", "x", 12,
+			query(`{__name__=~"slo:sli_error:ratio_rate.+", sloth_slo="stream-latency", sloth_window!~"10h|30d"} / `+budget, "{{sloth_window}}")).
+			Thresholds(burnThresholds()).
+			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine))).
+		WithPanel(series("Burn rate, all three SLOs", "Burn rate over the shortest window per SLO: the write-up's point — latency burns while availability and TTFT stay at 0.", "x", 12,
+			query(`slo:current_burn_rate:ratio`, "{{sloth_slo}}")).
+			Thresholds(burnThresholds()).
+			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)))
+
+	b = b.WithRow(dashboard.NewRowBuilder("Latency and traffic")).
+		WithPanel(series("Stream duration: server and client", "p50 stays low while p99 and p99.9 cross 600 ms: a tail, not a flood. Client (loadgen) times include queueing from the scheduled start.", "s", 12,
+			append(quantiles("gateway_stream_duration_seconds", "server", route+`,outcome="ok"`),
+				quantiles("loadgen_stream_duration_seconds", "client", `outcome="ok"`)...)...).
+			Thresholds(dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps([]dashboard.Threshold{
+				{Color: "green"}, {Value: cog.ToPtr(0.6), Color: "red"}})).
+			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine))).
+		WithPanel(series("Streams per second by outcome", "No 5xx spike: streams keep ending ok, just late. upstream_error would show a real outage.", "reqps", 12,
+			query(`sum by (outcome) (rate(gateway_stream_duration_seconds_count{`+route+`}[$__rate_interval]))`, "server {{outcome}}"),
+			query(`sum by (outcome) (rate(loadgen_streams_total[$__rate_interval]))`, "client {{outcome}}"))).
+		WithPanel(series("Time to first token", "TTFT stays under its 250 ms objective in both builds: the first event is cheap even for the baseline parser.", "s", 12,
+			query(`histogram_quantile(0.99, sum by (le) (rate(gateway_stream_ttft_seconds_bucket{`+route+`}[$__rate_interval])))`, "server p99"),
+			query(`histogram_quantile(0.99, sum by (le) (rate(loadgen_ttft_seconds_bucket[$__rate_interval])))`, "client p99"))).
+		WithPanel(series("Page and ticket alerts", "Firing burn-rate alerts by severity; the page should appear minutes after the baseline starts and clear after the switch to fixed.", "none", 12,
+			query(`sum by (sloth_slo, severity) (ALERTS{alertstate="firing", sloth_service="llm-gateway"})`, "{{sloth_slo}} {{severity}}")))
+
+	b = b.WithRow(dashboard.NewRowBuilder("Garbage: allocation before CPU")).
+		WithPanel(series("Gateway allocation rate", "Bytes allocated per second. The baseline's transcript (regexp + string +=) allocates gigabytes a second; alloc_space in pprof names the function.", "Bps", 8,
+			query(`rate(go_gc_heap_allocs_bytes_total{job="gateway"}[$__rate_interval])`, "allocated"))).
+		WithPanel(series("Gateway GC CPU fraction", "Share of the gateway's CPU spent collecting garbage: where the baseline's tail latency goes.", "percentunit", 8,
+			query(`rate(go_cpu_classes_gc_total_cpu_seconds_total{job="gateway"}[$__rate_interval]) / rate(go_cpu_classes_total_cpu_seconds_total{job="gateway"}[$__rate_interval])`, "GC"))).
+		WithPanel(series("Gateway heap", "Live heap and the GC's goal; a fire hose of short-lived strings keeps the collector running without a leak.", "bytes", 8,
+			query(`go_gc_heap_live_bytes{job="gateway"}`, "live"),
+			query(`go_gc_heap_goal_bytes{job="gateway"}`, "goal")))
+	return b.Build()
+}
+
+// JSON is the dashboard as provisioned.
+func JSON() ([]byte, error) {
+	d, err := Build()
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

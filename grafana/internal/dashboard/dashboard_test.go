@@ -1,0 +1,123 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const committed = "../../dashboards/llm-gateway-slo.json"
+
+func TestCommittedJSONIsTheGeneratedOne(t *testing.T) {
+	want, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("grafana/dashboards/llm-gateway-slo.json differs from the Go source: run make dashboards")
+	}
+}
+
+// Exprs returns every PromQL expression in a dashboard JSON, with Grafana's
+// $__rate_interval set to the lab's 1m.
+func exprs(t *testing.T, b []byte) map[string]string {
+	t.Helper()
+	var d struct {
+		Panels []struct {
+			Title       string               `json:"title"`
+			Description string               `json:"description"`
+			Datasource  struct{ UID string } `json:"datasource"`
+			Targets     []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Annotations struct {
+			List []struct {
+				Expr string `json:"expr"`
+			} `json:"list"`
+		} `json:"annotations"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range d.Panels {
+		if p.Title == "" || len(p.Targets) == 0 {
+			continue // a row
+		}
+		if p.Description == "" {
+			t.Errorf("panel %q has no description telling the user what to look for", p.Title)
+		}
+		if p.Datasource.UID != PrometheusUID {
+			t.Errorf("panel %q uses datasource %q", p.Title, p.Datasource.UID)
+		}
+		for i, q := range p.Targets {
+			out[fmt.Sprintf("%s #%d", p.Title, i+1)] = strings.ReplaceAll(q.Expr, "$__rate_interval", "1m")
+		}
+	}
+	for i, a := range d.Annotations.List {
+		if a.Expr != "" {
+			out[fmt.Sprintf("annotation #%d", i+1)] = a.Expr
+		}
+	}
+	return out
+}
+
+// Every query parses with Prometheus's own parser: promtool checks each one
+// as a recording rule. (The lab e2e runs them against a live Prometheus.)
+func TestEveryQueryParses(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not installed (make tools installs it; make test runs this)")
+	}
+	b, _ := os.ReadFile(committed)
+	qs := exprs(t, b)
+	if len(qs) < 15 {
+		t.Fatalf("only %d queries found", len(qs))
+	}
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	i := 0
+	for _, q := range qs {
+		i++
+		j, _ := json.Marshal(q)
+		fmt.Fprintf(&rules, "      - record: dashboard:query%d\n        expr: %s\n", i, j)
+	}
+	path := filepath.Join(t.TempDir(), "queries.yml")
+	os.WriteFile(path, []byte(rules.String()), 0o644)
+	if out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("promtool rejects a dashboard query: %v\n%s", err, out)
+	}
+}
+
+func TestProvisioningMatchesTheDashboard(t *testing.T) {
+	ds, err := os.ReadFile("../../provisioning/datasources/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ds), "uid: "+PrometheusUID) {
+		t.Errorf("the Prometheus datasource is not provisioned with uid %s", PrometheusUID)
+	}
+	prov, err := os.ReadFile("../../provisioning/dashboards/burnlab.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(prov), "path: /var/lib/grafana/dashboards") {
+		t.Error("the dashboard provider does not read /var/lib/grafana/dashboards")
+	}
+	b, _ := os.ReadFile(committed)
+	var d struct{ UID, Title string }
+	json.Unmarshal(b, &d)
+	if d.UID != UID || d.Title != Title {
+		t.Errorf("dashboard uid %q title %q", d.UID, d.Title)
+	}
+}

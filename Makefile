@@ -30,7 +30,7 @@ test: tools ## every test: Go (vet, -race, both builds), SLO rules (drift, promt
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
 	$(GO) test -race -count=1 $(MODULES)
 	$(GO) test -race -count=1 -tags fixed ./gateway/cmd/gateway
-	$(MAKE) --no-print-directory check-rules check-config e2e
+	$(MAKE) --no-print-directory plugin check-rules check-config e2e
 
 # Prometheus, Alertmanager, promtool and amtool: the real binaries, from
 # Debian's packages (about 30 s; a Go build of Prometheus takes ~14 min).
@@ -70,6 +70,13 @@ check-rules: ## fail when the committed rules differ from a regeneration; run th
 .PHONY: dashboards
 dashboards: ## regenerate grafana/dashboards/ from the Go source (make test fails on drift)
 	$(GO) run ./grafana/cmd/dashgen -o grafana/dashboards/llm-gateway-slo.json
+
+PLUGIN_ID := burnlab-pager-datasource
+.PHONY: plugin
+plugin: ## build the Grafana backend plugin (linux/amd64 and linux/arm64) into grafana/plugin/dist
+	@for arch in amd64 arm64; do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -o grafana/plugin/dist/gpx_$(PLUGIN_ID)_linux_$$arch ./grafana/plugin/cmd/pager-datasource || exit 1; \
+	done; ls grafana/plugin/dist
 
 .PHONY: check-config
 check-config: ## promtool check config (with each rule set) and amtool check-config

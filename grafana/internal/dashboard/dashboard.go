@@ -7,22 +7,36 @@ import (
 	"encoding/json"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
-// UID and PrometheusUID are fixed so links, provisioning and tests can name
-// them.
+// UID, PrometheusUID and PagerUID are fixed so links, provisioning and
+// tests can name them.
 const (
 	UID           = "burnlab-llm-gateway-slo"
 	PrometheusUID = "burnlab-prometheus"
+	PagerUID      = "burnlab-pager"
+	PagerPluginID = "burnlab-pager-datasource"
 	Title         = "LLM gateway — stream latency SLO"
 )
 
-var promDS = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr(PrometheusUID)}
+var (
+	promDS  = common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr(PrometheusUID)}
+	pagerDS = common.DataSourceRef{Type: cog.ToPtr(PagerPluginID), Uid: cog.ToPtr(PagerUID)}
+)
+
+// pagerQuery is a query of burnlab's pager datasource plugin.
+type pagerQuery struct{ queryType string }
+
+func (q pagerQuery) Build() (variants.Dataquery, error) {
+	return variants.UnknownDataquery{"refId": "A", "queryType": q.queryType, "datasource": pagerDS}, nil
+}
 
 func query(expr, legend string) *prometheus.DataqueryBuilder {
 	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend)
@@ -123,7 +137,15 @@ func Build() (dashboard.Dashboard, error) {
 			query(`rate(go_cpu_classes_gc_total_cpu_seconds_total{job="gateway"}[$__rate_interval]) / rate(go_cpu_classes_total_cpu_seconds_total{job="gateway"}[$__rate_interval])`, "GC"))).
 		WithPanel(series("Gateway heap", "Live heap and the GC's goal; a fire hose of short-lived strings keeps the collector running without a leak.", "bytes", 8,
 			query(`go_gc_heap_live_bytes{job="gateway"}`, "live"),
-			query(`go_gc_heap_goal_bytes{job="gateway"}`, "goal")))
+			query(`go_gc_heap_goal_bytes{job="gateway"}`, "goal"))).
+		WithPanel(dashboard.NewPanelBuilder().Type("flamegraph").
+			Title("Heap profile at the last page (alloc_space)").
+			Description("Captured by the pager the moment the page fired: the widest frame is the function making the garbage — transcript.(*Baseline).Append in the baseline build.").
+			Datasource(pagerDS).Height(14).Span(24).WithTarget(pagerQuery{"flamegraph"})).
+		WithPanel(table.NewPanelBuilder().
+			Title("Incidents").
+			Description("Every page and ticket the pager received, with its burn rate, timeline and the top alloc_space function of its profile.").
+			Datasource(pagerDS).Height(8).Span(24).WithTarget(pagerQuery{"incidents"}))
 	return b.Build()
 }
 

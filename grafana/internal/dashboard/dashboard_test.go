@@ -57,7 +57,11 @@ func exprs(t *testing.T, b []byte) map[string]string {
 		if p.Description == "" {
 			t.Errorf("panel %q has no description telling the user what to look for", p.Title)
 		}
-		if p.Datasource.UID != PrometheusUID {
+		switch p.Datasource.UID {
+		case PagerUID:
+			continue // the plugin's queries are not PromQL
+		case PrometheusUID:
+		default:
 			t.Errorf("panel %q uses datasource %q", p.Title, p.Datasource.UID)
 		}
 		for i, q := range p.Targets {
@@ -104,8 +108,14 @@ func TestProvisioningMatchesTheDashboard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(ds), "uid: "+PrometheusUID) {
-		t.Errorf("the Prometheus datasource is not provisioned with uid %s", PrometheusUID)
+	for _, want := range []string{"uid: " + PrometheusUID, "uid: " + PagerUID, "type: " + PagerPluginID} {
+		if !strings.Contains(string(ds), want) {
+			t.Errorf("datasource provisioning lacks %q", want)
+		}
+	}
+	plugin, err := os.ReadFile("../../plugin/dist/plugin.json")
+	if err != nil || !strings.Contains(string(plugin), `"id": "`+PagerPluginID+`"`) {
+		t.Errorf("plugin.json does not declare %s: %v", PagerPluginID, err)
 	}
 	prov, err := os.ReadFile("../../provisioning/dashboards/burnlab.yml")
 	if err != nil {
@@ -115,9 +125,19 @@ func TestProvisioningMatchesTheDashboard(t *testing.T) {
 		t.Error("the dashboard provider does not read /var/lib/grafana/dashboards")
 	}
 	b, _ := os.ReadFile(committed)
-	var d struct{ UID, Title string }
+	var d struct {
+		UID, Title string
+		Panels     []struct{ Type, Title string }
+	}
 	json.Unmarshal(b, &d)
 	if d.UID != UID || d.Title != Title {
 		t.Errorf("dashboard uid %q title %q", d.UID, d.Title)
+	}
+	types := map[string]bool{}
+	for _, p := range d.Panels {
+		types[p.Type] = true
+	}
+	if !types["flamegraph"] || !types["table"] {
+		t.Errorf("the flame graph and incidents panels are missing: %v", types)
 	}
 }

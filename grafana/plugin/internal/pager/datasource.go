@@ -1,0 +1,213 @@
+// Package pager is the backend of burnlab's Grafana datasource plugin: it
+// reads the pager's API and answers two query types — `incidents`, a table
+// of pages and tickets with their timelines, and `flamegraph`, the heap
+// profile captured when a page fired, as a flame graph of alloc_space.
+package pager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/instancemgmt"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+)
+
+// PluginID is the plugin's id in plugin.json; Grafana loads it unsigned
+// only when GF_PLUGINS_ALLOW_LOADING_UNSIGNED_PLUGINS names it.
+const PluginID = "burnlab-pager-datasource"
+
+// Datasource is one configured pager datasource.
+type Datasource struct {
+	base   *url.URL
+	client *http.Client
+}
+
+// NewDatasource is the instance factory: the datasource's URL is the
+// pager's base URL (http://pager:5001 in compose).
+func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (instancemgmt.Instance, error) {
+	u, err := url.Parse(strings.TrimSpace(s.URL))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("pager URL %q: want an absolute URL such as http://pager:5001", s.URL)
+	}
+	return &Datasource{base: u, client: &http.Client{Timeout: 15 * time.Second}}, nil
+}
+
+// incident is the part of the pager's /api/incidents the plugin shows.
+type incident struct {
+	ID          string            `json:"id"`
+	AlertName   string            `json:"alertname"`
+	SLO         string            `json:"slo"`
+	Severity    string            `json:"severity"`
+	Status      string            `json:"status"`
+	StartsAt    time.Time         `json:"startsAt"`
+	EndsAt      *time.Time        `json:"endsAt"`
+	Annotations map[string]string `json:"annotations"`
+	Timeline    []struct {
+		At   time.Time `json:"at"`
+		What string    `json:"what"`
+	} `json:"timeline"`
+	Profile *struct {
+		File string `json:"file"`
+		Top  []struct {
+			Function string  `json:"function"`
+			FlatPct  float64 `json:"flat_pct"`
+		} `json:"top"`
+		Error string `json:"error"`
+	} `json:"profile"`
+}
+
+// queryModel is a panel's query.
+type queryModel struct {
+	QueryType string `json:"queryType"`
+	// Incident picks the incident whose profile a flame graph shows;
+	// empty means the newest page with a profile.
+	Incident string `json:"incident"`
+}
+
+// QueryData answers each query independently: one failing does not sink
+// the others.
+func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
+	resp := backend.NewQueryDataResponse()
+	for _, q := range req.Queries {
+		var m queryModel
+		if len(q.JSON) > 0 {
+			if err := json.Unmarshal(q.JSON, &m); err != nil {
+				resp.Responses[q.RefID] = backend.ErrDataResponse(backend.StatusBadRequest, "query is not JSON: "+err.Error())
+				continue
+			}
+		}
+		if q.QueryType != "" {
+			m.QueryType = q.QueryType
+		}
+		resp.Responses[q.RefID] = d.query(ctx, m)
+	}
+	return resp, nil
+}
+
+func (d *Datasource) query(ctx context.Context, m queryModel) backend.DataResponse {
+	incs, err := d.incidents(ctx)
+	if err != nil {
+		return backend.ErrDataResponse(backend.StatusBadGateway, err.Error())
+	}
+	switch m.QueryType {
+	case "incidents", "":
+		return backend.DataResponse{Frames: data.Frames{incidentsFrame(incs)}}
+	case "flamegraph":
+		frame, err := d.flameGraph(ctx, incs, m.Incident)
+		if err != nil {
+			return backend.ErrDataResponse(backend.StatusBadGateway, err.Error())
+		}
+		return backend.DataResponse{Frames: data.Frames{frame}}
+	}
+	return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("unknown query type %q: want incidents or flamegraph", m.QueryType))
+}
+
+func incidentsFrame(incs []incident) *data.Frame {
+	f := data.NewFrame("incidents",
+		data.NewField("started", nil, []time.Time{}),
+		data.NewField("ended", nil, []*time.Time{}),
+		data.NewField("severity", nil, []string{}),
+		data.NewField("status", nil, []string{}),
+		data.NewField("slo", nil, []string{}),
+		data.NewField("alert", nil, []string{}),
+		data.NewField("burn_rate", nil, []string{}),
+		data.NewField("top_alloc_space", nil, []string{}),
+		data.NewField("timeline", nil, []string{}),
+		data.NewField("id", nil, []string{}),
+	)
+	for _, inc := range incs {
+		top := ""
+		if inc.Profile != nil && len(inc.Profile.Top) > 0 {
+			top = fmt.Sprintf("%s (%.1f%%)", inc.Profile.Top[0].Function, inc.Profile.Top[0].FlatPct)
+		} else if inc.Profile != nil {
+			top = "capture failed: " + inc.Profile.Error
+		}
+		var tl []string
+		for _, e := range inc.Timeline {
+			tl = append(tl, e.At.UTC().Format("15:04:05")+" "+e.What)
+		}
+		f.AppendRow(inc.StartsAt, inc.EndsAt, inc.Severity, inc.Status, inc.SLO, inc.AlertName,
+			inc.Annotations["burn_rate"], top, strings.Join(tl, "; "), inc.ID)
+	}
+	return f
+}
+
+func (d *Datasource) flameGraph(ctx context.Context, incs []incident, id string) (*data.Frame, error) {
+	var pick *incident
+	for i := range incs { // newest first
+		inc := &incs[i]
+		if inc.Profile == nil || inc.Profile.File == "" {
+			continue
+		}
+		if id == inc.ID || id == "" && inc.Severity == "page" {
+			pick = inc
+			break
+		}
+	}
+	if pick == nil {
+		if id != "" {
+			return nil, fmt.Errorf("incident %s has no captured profile", id)
+		}
+		return nil, errors.New("no page has a captured profile yet")
+	}
+	body, err := d.get(ctx, "/api/incidents/"+url.PathEscape(pick.ID)+"/profile")
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	p, err := profile.Parse(body)
+	if err != nil {
+		return nil, fmt.Errorf("profile of %s: %w", pick.ID, err)
+	}
+	return FlameGraph(p, "alloc_space")
+}
+
+func (d *Datasource) incidents(ctx context.Context) ([]incident, error) {
+	body, err := d.get(ctx, "/api/incidents")
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	var incs []incident
+	if err := json.NewDecoder(body).Decode(&incs); err != nil {
+		return nil, fmt.Errorf("pager /api/incidents: %w", err)
+	}
+	return incs, nil
+}
+
+func (d *Datasource) get(ctx context.Context, path string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.base.JoinPath(path).String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("pager: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("pager %s: %s", path, resp.Status)
+	}
+	return resp.Body, nil
+}
+
+// CheckHealth is Grafana's "Save & test": can the pager be reached?
+func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequest) (*backend.CheckHealthResult, error) {
+	incs, err := d.incidents(ctx)
+	if err != nil {
+		return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: "cannot read the pager at " + d.base.String() + ": " + err.Error()}, nil
+	}
+	return &backend.CheckHealthResult{Status: backend.HealthStatusOk, Message: fmt.Sprintf("pager reachable: %d incidents", len(incs))}, nil
+}
+
+// Dispose is called when the datasource's settings change.
+func (d *Datasource) Dispose() { d.client.CloseIdleConnections() }

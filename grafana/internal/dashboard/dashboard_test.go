@@ -141,3 +141,24 @@ func TestProvisioningMatchesTheDashboard(t *testing.T) {
 		t.Errorf("the flame graph and incidents panels are missing: %v", types)
 	}
 }
+
+// The lab lets anyone view; the admin password never has a default in the
+// repo.
+func TestGrafanaIniTakesThePasswordFromTheEnvironment(t *testing.T) {
+	b, err := os.ReadFile("../../grafana.ini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ini := string(b)
+	for _, want := range []string{"admin_password = $__env{GF_SECURITY_ADMIN_PASSWORD}", "[auth.anonymous]\nenabled = true\norg_role = Viewer",
+		"allow_loading_unsigned_plugins = " + PagerPluginID} {
+		if !strings.Contains(ini, want) {
+			t.Errorf("grafana.ini lacks %q", want)
+		}
+	}
+	for _, line := range strings.Split(ini, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.Contains(k, "password") && !strings.HasPrefix(strings.TrimSpace(v), "$__env{") {
+			t.Errorf("a password in the repo: %q", line)
+		}
+	}
+}

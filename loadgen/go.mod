@@ -25,3 +25,7 @@ require (
 )
 
 replace burnlab/gateway => ../gateway
+
+require burnlab/pager v0.0.0
+
+replace burnlab/pager => ../alertmanager/pager

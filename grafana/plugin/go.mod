@@ -79,3 +79,7 @@ require (
 	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+require burnlab/pager v0.0.0
+
+replace burnlab/pager => ../../alertmanager/pager

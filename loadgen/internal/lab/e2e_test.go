@@ -3,6 +3,7 @@
 package lab
 
 import (
+	"burnlab/pager/incident"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -69,7 +70,7 @@ func TestEndToEnd(t *testing.T) {
 	loadStart := time.Now()
 
 	// 1. Baseline: a page for the stream-latency SLO.
-	var page Incident
+	var page incident.Incident
 	for {
 		incs, err := l.Incidents()
 		if err == nil {
@@ -252,7 +253,7 @@ func keys(m map[string]bool) []string {
 	return ks
 }
 
-func find(t *testing.T, l *Lab, id string) Incident {
+func find(t *testing.T, l *Lab, id string) incident.Incident {
 	incs, err := l.Incidents()
 	if err != nil {
 		t.Logf("pager: %v", err)
@@ -262,7 +263,7 @@ func find(t *testing.T, l *Lab, id string) Incident {
 			return inc
 		}
 	}
-	return Incident{}
+	return incident.Incident{}
 }
 
 func newPage(t *testing.T, l *Lab, old string) string {

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"burnlab/pager/incident"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,30 +10,9 @@ import (
 	"time"
 )
 
-// Incident is what the pager's /api/incidents says of one alert.
-type Incident struct {
-	ID        string    `json:"id"`
-	AlertName string    `json:"alertname"`
-	SLO       string    `json:"slo"`
-	Severity  string    `json:"severity"`
-	Status    string    `json:"status"`
-	StartsAt  time.Time `json:"startsAt"`
-	Profile   *struct {
-		Top []struct {
-			Function string  `json:"function"`
-			FlatPct  float64 `json:"flat_pct"`
-		} `json:"top"`
-		Error string `json:"error"`
-	} `json:"profile"`
-	Timeline []struct {
-		At   time.Time `json:"at"`
-		What string    `json:"what"`
-	} `json:"timeline"`
-}
-
 // Incidents asks the lab's pager.
-func (l *Lab) Incidents() ([]Incident, error) {
-	var incs []Incident
+func (l *Lab) Incidents() ([]incident.Incident, error) {
+	var incs []incident.Incident
 	return incs, getJSON("http://"+l.cfg.Addrs.Pager+"/api/incidents", &incs)
 }
 

@@ -5,6 +5,7 @@
 package store
 
 import (
+	"burnlab/pager/incident"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -30,49 +31,12 @@ type Alert struct {
 // Record is one line of the journal: a notification of one alert, or the
 // profile captured for an incident.
 type Record struct {
-	Type     string    `json:"type"` // "notification" or "profile"
-	At       time.Time `json:"at"`
-	Receiver string    `json:"receiver,omitempty"`
-	Alert    *Alert    `json:"alert,omitempty"`
-	Incident string    `json:"incident,omitempty"`
-	Profile  *Profile  `json:"profile,omitempty"`
-}
-
-// Profile is what the pager captured from the gateway when a page fired.
-type Profile struct {
-	File  string     `json:"file,omitempty"` // relative to the data directory
-	Total int64      `json:"total_bytes,omitempty"`
-	Top   []TopEntry `json:"top,omitempty"`
-	Error string     `json:"error,omitempty"`
-}
-
-// TopEntry is one function's flat alloc_space.
-type TopEntry struct {
-	Function string  `json:"function"`
-	Flat     int64   `json:"flat_bytes"`
-	FlatPct  float64 `json:"flat_pct"`
-}
-
-// Event is one line of an incident's timeline.
-type Event struct {
-	At   time.Time `json:"at"`
-	What string    `json:"what"`
-}
-
-// Incident is the life of one alert: from its first firing notification to
-// its resolution, identified by fingerprint and start.
-type Incident struct {
-	ID          string            `json:"id"`
-	AlertName   string            `json:"alertname"`
-	SLO         string            `json:"slo,omitempty"`
-	Severity    string            `json:"severity"`
-	Status      string            `json:"status"`
-	StartsAt    time.Time         `json:"startsAt"`
-	EndsAt      *time.Time        `json:"endsAt,omitempty"`
-	Labels      map[string]string `json:"labels"`
-	Annotations map[string]string `json:"annotations"`
-	Timeline    []Event           `json:"timeline"`
-	Profile     *Profile          `json:"profile,omitempty"`
+	Type     string            `json:"type"` // "notification" or "profile"
+	At       time.Time         `json:"at"`
+	Receiver string            `json:"receiver,omitempty"`
+	Alert    *Alert            `json:"alert,omitempty"`
+	Incident string            `json:"incident,omitempty"`
+	Profile  *incident.Profile `json:"profile,omitempty"`
 }
 
 // IncidentID names the incident an alert belongs to.
@@ -86,7 +50,7 @@ type Store struct {
 	mu        sync.Mutex
 	f         *os.File
 	seen      map[string]bool
-	incidents map[string]*Incident
+	incidents map[string]*incident.Incident
 	order     []string
 	skipped   int
 }
@@ -98,7 +62,7 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	s := &Store{dir: dir, seen: map[string]bool{}, incidents: map[string]*Incident{}}
+	s := &Store{dir: dir, seen: map[string]bool{}, incidents: map[string]*incident.Incident{}}
 	path := filepath.Join(dir, journalName)
 	if b, err := os.ReadFile(path); err == nil {
 		for line := range bytes.SplitSeq(b, []byte{'\n'}) {
@@ -206,10 +170,10 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 }
 
 // AddProfile records the profile captured for an incident.
-func (s *Store) AddProfile(incident string, p Profile, now time.Time) error {
+func (s *Store) AddProfile(id string, p incident.Profile, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := Record{Type: "profile", At: now, Incident: incident, Profile: &p}
+	r := Record{Type: "profile", At: now, Incident: id, Profile: &p}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -245,7 +209,7 @@ func (s *Store) apply(r Record) {
 		id := IncidentID(a)
 		inc := s.incidents[id]
 		if inc == nil {
-			inc = &Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: a.Labels["severity"],
+			inc = &incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: a.Labels["severity"],
 				StartsAt: a.StartsAt, Labels: a.Labels}
 			s.incidents[id] = inc
 			s.order = append(s.order, id)
@@ -261,7 +225,7 @@ func (s *Store) apply(r Record) {
 		if burn := a.Annotations["burn_rate"]; burn != "" {
 			what += " burn " + burn
 		}
-		inc.Timeline = append(inc.Timeline, Event{At: r.At, What: what + " (" + r.Receiver + ")"})
+		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, What: what + " (" + r.Receiver + ")"})
 	case "profile":
 		inc := s.incidents[r.Incident]
 		if inc == nil || r.Profile == nil {
@@ -274,31 +238,31 @@ func (s *Store) apply(r Record) {
 		} else if len(r.Profile.Top) > 0 {
 			what += fmt.Sprintf(": top alloc_space %s (%.1f%%)", r.Profile.Top[0].Function, r.Profile.Top[0].FlatPct)
 		}
-		inc.Timeline = append(inc.Timeline, Event{At: r.At, What: what})
+		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, What: what})
 	}
 }
 
 // Incidents returns copies of all incidents, newest first.
-func (s *Store) Incidents() []Incident {
+func (s *Store) Incidents() []incident.Incident {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Incident, 0, len(s.order))
+	out := make([]incident.Incident, 0, len(s.order))
 	for _, id := range slices.Backward(s.order) {
 		inc := *s.incidents[id]
 		inc.Timeline = slices.Clone(inc.Timeline)
 		out = append(out, inc)
 	}
-	slices.SortStableFunc(out, func(a, b Incident) int { return b.StartsAt.Compare(a.StartsAt) })
+	slices.SortStableFunc(out, func(a, b incident.Incident) int { return b.StartsAt.Compare(a.StartsAt) })
 	return out
 }
 
-// Incident returns one incident by id.
-func (s *Store) Incident(id string) (Incident, bool) {
+// incident.Incident returns one incident by id.
+func (s *Store) Incident(id string) (incident.Incident, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	inc, ok := s.incidents[id]
 	if !ok {
-		return Incident{}, false
+		return incident.Incident{}, false
 	}
 	c := *inc
 	c.Timeline = slices.Clone(inc.Timeline)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"burnlab/pager/incident"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,7 +20,7 @@ func TestReopenKeepsEverythingAndDedupsAcrossRestarts(t *testing.T) {
 	if err != nil || len(got) != 1 || !got[0].NewPage {
 		t.Fatalf("%+v %v", got, err)
 	}
-	s.AddProfile(got[0].Incident, Profile{Top: []TopEntry{{Function: "f", FlatPct: 99}}}, start)
+	s.AddProfile(got[0].Incident, incident.Profile{Top: []incident.TopEntry{{Function: "f", FlatPct: 99}}}, start)
 	s.Close()
 	// A write cut short by a crash leaves a partial line; it was never
 	// acknowledged, so skipping it loses nothing.

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"burnlab/gateway/pproftop"
+	"burnlab/pager/incident"
 	"burnlab/pager/internal/store"
 )
 
@@ -226,60 +227,60 @@ func (h *Handler) announce(kind string, a store.Accepted) {
 // capture fetches the gateway's heap profile for a new page and records
 // it, or the failure, on the incident. It runs beside the webhook: a slow
 // or dead gateway never delays the page.
-func (h *Handler) capture(incident string) {
+func (h *Handler) capture(id string) {
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
 	defer cancel()
-	p, err := h.fetch(ctx, incident)
+	p, err := h.fetch(ctx, id)
 	result := "ok"
 	if err != nil {
 		result = "error"
-		p = store.Profile{Error: err.Error()}
-		h.cfg.Log.Error().Err(err).Str("incident", incident).Msg("profile capture failed")
+		p = incident.Profile{Error: err.Error()}
+		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("profile capture failed")
 	} else {
-		ev := h.cfg.Log.Warn().Str("incident", incident).Int64("total_bytes", p.Total)
+		ev := h.cfg.Log.Warn().Str("incident", id).Int64("total_bytes", p.Total)
 		for i, e := range p.Top[:min(3, len(p.Top))] {
 			ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
 		}
 		ev.Msg("PROFILE top alloc_space at page time")
 	}
 	h.profiles.WithLabelValues(result).Inc()
-	if err := h.cfg.Store.AddProfile(incident, p, time.Now()); err != nil {
-		h.cfg.Log.Error().Err(err).Str("incident", incident).Msg("could not store profile record")
+	if err := h.cfg.Store.AddProfile(id, p, time.Now()); err != nil {
+		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("could not store profile record")
 	}
 }
 
-func (h *Handler) fetch(ctx context.Context, incident string) (store.Profile, error) {
+func (h *Handler) fetch(ctx context.Context, id string) (incident.Profile, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.ProfileURL, nil)
 	if err != nil {
-		return store.Profile{}, err
+		return incident.Profile{}, err
 	}
 	resp, err := h.cfg.Client.Do(req)
 	if err != nil {
-		return store.Profile{}, fmt.Errorf("fetching %s: %w", h.cfg.ProfileURL, err)
+		return incident.Profile{}, fmt.Errorf("fetching %s: %w", h.cfg.ProfileURL, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return store.Profile{}, fmt.Errorf("fetching %s: %s", h.cfg.ProfileURL, resp.Status)
+		return incident.Profile{}, fmt.Errorf("fetching %s: %s", h.cfg.ProfileURL, resp.Status)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return store.Profile{}, fmt.Errorf("reading profile: %w", err)
+		return incident.Profile{}, fmt.Errorf("reading profile: %w", err)
 	}
 	prof, err := pproftop.Parse(bytes.NewReader(raw))
 	if err != nil {
-		return store.Profile{}, err
+		return incident.Profile{}, err
 	}
 	top, total, err := pproftop.Top(prof, "alloc_space", 10)
 	if err != nil {
-		return store.Profile{}, err
+		return incident.Profile{}, err
 	}
-	rel := filepath.Join("profiles", incident+".pb.gz")
+	rel := filepath.Join("profiles", id+".pb.gz")
 	if err := writeFileSync(filepath.Join(h.cfg.Store.Dir(), rel), raw); err != nil {
-		return store.Profile{}, err
+		return incident.Profile{}, err
 	}
-	p := store.Profile{File: rel, Total: total}
+	p := incident.Profile{File: rel, Total: total}
 	for _, e := range top {
-		p.Top = append(p.Top, store.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
+		p.Top = append(p.Top, incident.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
 	}
 	return p, nil
 }

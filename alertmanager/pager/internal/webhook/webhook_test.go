@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"burnlab/pager/incident"
 	"burnlab/pager/internal/store"
 )
 
@@ -164,7 +165,7 @@ func TestRetriesAreDeduplicatedAndTheTimelineKept(t *testing.T) {
 		t.Errorf("one PAGE and one RESOLVED line with burn rate and SLO, got:\n%s", logs)
 	}
 	resp, _ := http.Get(p.srv.URL + "/api/incidents")
-	var api []store.Incident
+	var api []incident.Incident
 	json.NewDecoder(resp.Body).Decode(&api)
 	resp.Body.Close()
 	if len(api) != 1 || api[0].SLO != "stream-latency" || api[0].Severity != "page" {

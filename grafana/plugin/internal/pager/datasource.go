@@ -5,6 +5,7 @@
 package pager
 
 import (
+	"burnlab/pager/incident"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,30 +40,6 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 		return nil, fmt.Errorf("pager URL %q: want an absolute URL such as http://pager:5001", s.URL)
 	}
 	return &Datasource{base: u, client: &http.Client{Timeout: 15 * time.Second}}, nil
-}
-
-// incident is the part of the pager's /api/incidents the plugin shows.
-type incident struct {
-	ID          string            `json:"id"`
-	AlertName   string            `json:"alertname"`
-	SLO         string            `json:"slo"`
-	Severity    string            `json:"severity"`
-	Status      string            `json:"status"`
-	StartsAt    time.Time         `json:"startsAt"`
-	EndsAt      *time.Time        `json:"endsAt"`
-	Annotations map[string]string `json:"annotations"`
-	Timeline    []struct {
-		At   time.Time `json:"at"`
-		What string    `json:"what"`
-	} `json:"timeline"`
-	Profile *struct {
-		File string `json:"file"`
-		Top  []struct {
-			Function string  `json:"function"`
-			FlatPct  float64 `json:"flat_pct"`
-		} `json:"top"`
-		Error string `json:"error"`
-	} `json:"profile"`
 }
 
 // queryModel is a panel's query.
@@ -111,7 +88,7 @@ func (d *Datasource) query(ctx context.Context, m queryModel) backend.DataRespon
 	return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("unknown query type %q: want incidents or flamegraph", m.QueryType))
 }
 
-func incidentsFrame(incs []incident) *data.Frame {
+func incidentsFrame(incs []incident.Incident) *data.Frame {
 	f := data.NewFrame("incidents",
 		data.NewField("started", nil, []time.Time{}),
 		data.NewField("ended", nil, []*time.Time{}),
@@ -141,8 +118,8 @@ func incidentsFrame(incs []incident) *data.Frame {
 	return f
 }
 
-func (d *Datasource) flameGraph(ctx context.Context, incs []incident, id string) (*data.Frame, error) {
-	var pick *incident
+func (d *Datasource) flameGraph(ctx context.Context, incs []incident.Incident, id string) (*data.Frame, error) {
+	var pick *incident.Incident
 	for i := range incs { // newest first
 		inc := &incs[i]
 		if inc.Profile == nil || inc.Profile.File == "" {
@@ -171,13 +148,13 @@ func (d *Datasource) flameGraph(ctx context.Context, incs []incident, id string)
 	return FlameGraph(p, "alloc_space")
 }
 
-func (d *Datasource) incidents(ctx context.Context) ([]incident, error) {
+func (d *Datasource) incidents(ctx context.Context) ([]incident.Incident, error) {
 	body, err := d.get(ctx, "/api/incidents")
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	var incs []incident
+	var incs []incident.Incident
 	if err := json.NewDecoder(body).Decode(&incs); err != nil {
 		return nil, fmt.Errorf("pager /api/incidents: %w", err)
 	}

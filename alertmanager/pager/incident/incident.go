@@ -1,0 +1,42 @@
+// Package incident is the pager's API: the JSON of GET /api/incidents, as
+// the pager serves it and as the lab's e2e and the Grafana plugin read it.
+package incident
+
+import "time"
+
+// Profile is what the pager captured from the gateway when a page fired.
+type Profile struct {
+	File  string     `json:"file,omitempty"` // relative to the data directory
+	Total int64      `json:"total_bytes,omitempty"`
+	Top   []TopEntry `json:"top,omitempty"`
+	Error string     `json:"error,omitempty"`
+}
+
+// TopEntry is one function's flat alloc_space.
+type TopEntry struct {
+	Function string  `json:"function"`
+	Flat     int64   `json:"flat_bytes"`
+	FlatPct  float64 `json:"flat_pct"`
+}
+
+// Event is one line of an incident's timeline.
+type Event struct {
+	At   time.Time `json:"at"`
+	What string    `json:"what"`
+}
+
+// Incident is the life of one alert: from its first firing notification to
+// its resolution, identified by fingerprint and start.
+type Incident struct {
+	ID          string            `json:"id"`
+	AlertName   string            `json:"alertname"`
+	SLO         string            `json:"slo,omitempty"`
+	Severity    string            `json:"severity"`
+	Status      string            `json:"status"`
+	StartsAt    time.Time         `json:"startsAt"`
+	EndsAt      *time.Time        `json:"endsAt,omitempty"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	Timeline    []Event           `json:"timeline"`
+	Profile     *Profile          `json:"profile,omitempty"`
+}

@@ -154,7 +154,6 @@ type stream struct {
 	repaired  map[string]int
 	redactor  redact.Redactor
 	tr        transcript.Transcript
-	done      bool
 
 	// Reused per event: the decoded content, its redaction, the line out.
 	text, red, out []byte
@@ -434,7 +433,6 @@ func (h *Handler) forward(rd *sse.Reader, out *flusher, s *stream) error {
 				h.flushTail(out, s)
 				out.line(line)
 				out.line(nil)
-				s.done = true
 				return out.flush()
 			}
 			h.dataEvent(out, s, value)

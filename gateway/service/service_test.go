@@ -2,10 +2,12 @@ package service
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +91,48 @@ func TestServeDrainsAndReportsListenErrors(t *testing.T) {
 	err = Serve(context.Background(), zerolog.Nop(), time.Second, Server{Name: "busy", Addr: busy.Addr().String(), Handler: slow})
 	if err == nil || !strings.Contains(err.Error(), "busy listener") {
 		t.Fatalf("taken port: %v", err)
+	}
+}
+
+func TestProbeFollowsReadiness(t *testing.T) {
+	var ready Readiness
+	srv := httptest.NewServer(AdminMux(NewRegistry(), &ready))
+	defer srv.Close()
+	ctx := context.Background()
+	if err := Probe(ctx, srv.URL+"/readyz"); err != nil {
+		t.Fatalf("ready process: %v", err)
+	}
+	ready.Drain()
+	if err := Probe(ctx, srv.URL+"/readyz"); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("draining process: want a 503 error, got %v", err)
+	}
+	if err := Probe(ctx, srv.URL+"/no-such-page"); err == nil {
+		t.Fatal("404 passed the probe")
+	}
+}
+
+func TestProbeRefusesBadURLsAndGivesUp(t *testing.T) {
+	for _, u := range []string{"", "127.0.0.1:6060/readyz", "ftp://127.0.0.1/x", "http://"} {
+		if err := Probe(context.Background(), u); err == nil || !strings.Contains(err.Error(), "not an http(s) URL") {
+			t.Errorf("Probe(%q) = %v, want a clear refusal", u, err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if err := Probe(context.Background(), "http://"+addr+"/readyz"); err == nil {
+		t.Fatal("a closed port passed the probe")
+	}
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
+	defer srv.Close()
+	defer close(hang)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := Probe(ctx, srv.URL); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a hung server: want the deadline, got %v", err)
 	}
 }

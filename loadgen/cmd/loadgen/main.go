@@ -28,6 +28,7 @@ var envs = map[string]string{
 	"target":       "LOADGEN_TARGET",
 	"tenants":      "LOADGEN_TENANTS",
 	"shape":        "LOADGEN_SHAPE",
+	"calibrate":    "LOADGEN_CALIBRATE",
 	"admin":        "LOADGEN_ADMIN",
 	"rate":         "LOADGEN_RATE",
 	"duration":     "LOADGEN_DURATION",
@@ -66,6 +67,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	target := fs.String("target", "http://127.0.0.1:8080/v1/chat/stream", "URL streams are POSTed to")
 	tenants := fs.String("tenants", "", "API keys, comma-separated (the gateway's key=tenant:tpm list works too)")
 	shapePath := fs.String("shape", "", "traffic shape file from `loadgen calibrate` (default: built-in shape)")
+	calibrateMissing := fs.Bool("calibrate", false, "when the -shape file does not exist, calibrate against -target (a baseline gateway) and write it first")
 	rate := fs.Float64("rate", 0, "streams started per second (default: the shape's)")
 	duration := fs.Duration("duration", time.Minute, "how long to start streams; 0 runs until stopped")
 	ramp := fs.Duration("ramp", 0, "raise the rate linearly from 0 over this long")
@@ -86,6 +88,11 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	keys, err := load.ParseKeys(*tenants)
 	if err != nil {
 		return fmt.Errorf("-tenants: %w", err)
+	}
+	if *calibrateMissing {
+		if err := calibrateIfMissing(ctx, log, *target, keys[0], *shapePath, stdout); err != nil {
+			return err
+		}
 	}
 	sh, calibrated, err := shape.LoadOrDefault(*shapePath)
 	if err != nil {
@@ -202,8 +209,8 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	target := fs.String("target", "http://127.0.0.1:8080/v1/chat/stream", "URL of the BASELINE gateway's stream route")
 	tenants := fs.String("tenants", "", "API keys (the first is used)")
 	out := fs.String("o", "shape.json", "write the traffic shape here")
-	sizes := fs.String("sizes", "1000,2000,3000,4000,6000", "stream lengths to time")
-	reps := fs.Int("reps", 3, "streams of each length (the median counts)")
+	sizes := fs.String("sizes", defaultSizes, "stream lengths to time")
+	reps := fs.Int("reps", 3, "streams of each length (the fastest counts)")
 	fs.DurationVar(&o.ShortWindow, "short-window", o.ShortWindow, "the lab's short page window")
 	fs.IntVar(&o.MinBreaches, "min-breaches", o.MinBreaches, "breaches wanted per short window at a 10x burn")
 	fs.Float64Var(&o.CPUBudget, "cpu-budget", o.CPUBudget, "cores the baseline gateway may keep busy on average")
@@ -221,21 +228,79 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fmt.Errorf("-tenants: %w", err)
 	}
-	var ns []int
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("-sizes: %q is not a positive number", s)
-		}
-		ns = append(ns, n)
+	ns, err := parseSizes(*sizes)
+	if err != nil {
+		return err
 	}
 	if *reps < 1 {
 		return fmt.Errorf("-reps must be at least 1, got %d", *reps)
 	}
+	sh, err := fitShape(ctx, *target, keys[0], ns, *reps, o, stdout)
+	if err != nil {
+		return err
+	}
+	if err := sh.Save(*out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", *out)
+	return nil
+}
+
+// defaultSizes are the stream lengths calibration times: long enough that
+// the quadratic term dominates, short enough to take seconds in all.
+const defaultSizes = "1000,2000,3000,4000,6000"
+
+func parseSizes(list string) ([]int, error) {
+	var ns []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-sizes: %q is not a positive number", s)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+// calibrateIfMissing writes a calibrated shape to path unless it exists:
+// compose's loadgen keeps it on a volume, so a machine is fitted once. A
+// gateway without the baseline's cost (the fixed build) leaves no file and
+// the built-in shape runs, so the next start against the baseline fits.
+func calibrateIfMissing(ctx context.Context, log zerolog.Logger, target, key, path string, stdout io.Writer) error {
+	if path == "" {
+		return errors.New("-calibrate needs -shape, the file to write")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	ns, err := parseSizes(defaultSizes)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("target", target).Str("shape", path).Msg("no traffic shape yet: calibrating against the gateway")
+	sh, err := fitShape(ctx, target, key, ns, 3, calibrate.DefaultOptions(), stdout)
+	if errors.Is(err, calibrate.ErrNotBaseline) {
+		log.Warn().Err(err).Msg("not calibrated: running the built-in shape; calibration runs again at the next start")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("calibration: %w", err)
+	}
+	if err := sh.Save(path); err != nil {
+		return fmt.Errorf("calibration: %w", err)
+	}
+	log.Info().Str("shape", path).Float64("rate", sh.Rate).Int("long_events", sh.LongEvents).Msg("calibrated")
+	return nil
+}
+
+// fitShape times streams through the baseline gateway at target, fits its
+// cost curve and chooses a shape from it, printing what it measured and why
+// it chose as it did.
+func fitShape(ctx context.Context, target, key string, sizes []int, reps int, o calibrate.Options, stdout io.Writer) (shape.Shape, error) {
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	probe := func(ctx context.Context, n int) (time.Duration, error) {
-		r := load.Once(ctx, client, *target, keys[0], n)
+		r := load.Once(ctx, client, target, key, n)
 		if r.Outcome != load.OutcomeOK {
 			return 0, fmt.Errorf("stream ended %s (status %d): %s", r.Outcome, r.Status, r.Err)
 		}
@@ -244,27 +309,23 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return r.Duration, nil
 	}
-	pts, err := calibrate.Measure(ctx, probe, ns, *reps)
+	pts, err := calibrate.Measure(ctx, probe, sizes, reps)
 	if err != nil {
-		return err
+		return shape.Shape{}, err
 	}
 	for _, p := range pts {
 		fmt.Fprintf(stdout, "measured  %6d events: %s\n", p.Events, p.Time.Round(100*time.Microsecond))
 	}
 	curve, err := calibrate.Fit(pts)
 	if err != nil {
-		return err
+		return shape.Shape{}, err
 	}
 	sh, err := calibrate.Choose(curve, o)
 	if err != nil {
-		return err
+		return shape.Shape{}, err
 	}
 	for _, w := range sh.Why {
 		fmt.Fprintln(stdout, "chose    ", w)
 	}
-	if err := sh.Save(*out); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s\n", *out)
-	return nil
+	return sh, nil
 }

@@ -17,14 +17,18 @@ import (
 
 // quadratic answers a stream of max_tokens events after 20 ns × n² — a
 // stand-in for the baseline gateway's cost curve.
-func quadratic(t *testing.T) *httptest.Server {
+func quadratic(t *testing.T) *httptest.Server { return costly(t, 20) }
+
+// costly answers a stream of max_tokens events after nsPerN2 × n²; 0 is
+// the fixed build, whose cost does not grow with n².
+func costly(t *testing.T, nsPerN2 float64) *httptest.Server {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			MaxTokens int `json:"max_tokens"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
 		n := req.MaxTokens
-		time.Sleep(time.Duration(20 * float64(n) * float64(n)))
+		time.Sleep(time.Duration(nsPerN2 * float64(n) * float64(n)))
 		w.Header().Set("Content-Type", "text/event-stream")
 		for range n {
 			io.WriteString(w, `data: {"choices":[{"delta":{"content":"x"}}]}`+"\n\n")
@@ -51,6 +55,47 @@ func TestCalibrateFitsAndWritesAShape(t *testing.T) {
 	// 2.5 × 600 ms at 20 ns·n² is about 8,660 events.
 	if sh.LongEvents < 7500 || sh.LongEvents > 10000 || !strings.Contains(stdout.String(), "fitted baseline cost") {
 		t.Fatalf("shape %+v\n%s", sh, stdout.String())
+	}
+}
+
+// Compose's loadgen fits the machine at its first start and keeps the
+// shape; against the fixed build it runs the built-in shape and writes
+// nothing, so a later start against the baseline still fits.
+func TestRunCalibratesWhenTheShapeIsMissing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		nsPerN2 float64
+		written bool
+	}{{"baseline", 20, true}, {"fixed", 0, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := costly(t, tc.nsPerN2)
+			path := filepath.Join(t.TempDir(), "shape.json")
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), []string{"-calibrate", "-shape", path, "-target", s.URL, "-tenants", "k",
+				"-rate", "20", "-duration", "200ms", "-admin", "", "-log-level", "warn"}, &stdout, &stderr)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr.String())
+			}
+			sh, err := shape.Load(path)
+			if (err == nil) != tc.written {
+				t.Fatalf("shape file written = %v (%v), want %v\n%s", err == nil, err, tc.written, stderr.String())
+			}
+			if tc.written && !strings.Contains(strings.Join(sh.Why, " "), "fitted baseline cost") {
+				t.Fatalf("not a calibrated shape: %+v", sh)
+			}
+			if !tc.written && !strings.Contains(stdout.String(), "measured") {
+				t.Fatalf("no calibration was tried:\n%s", stdout.String())
+			}
+			// A second start reads the file and times nothing.
+			stdout.Reset()
+			if err := run(context.Background(), []string{"-calibrate", "-shape", path, "-target", s.URL, "-tenants", "k",
+				"-rate", "20", "-duration", "100ms", "-admin", "", "-log-level", "warn"}, &stdout, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			if tc.written && strings.Contains(stdout.String(), "measured") {
+				t.Fatalf("calibrated again though %s exists:\n%s", path, stdout.String())
+			}
+		})
 	}
 }
 
@@ -89,6 +134,7 @@ func TestBadInvocations(t *testing.T) {
 		{"-tenants", "k", "-shape", "/dev/null"},
 		{"calibrate", "-tenants", "k", "-sizes", "10,x"},
 		{"-tenants", "k", "extra"},
+		{"-tenants", "k", "-calibrate"},
 	} {
 		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)

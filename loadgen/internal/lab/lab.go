@@ -201,34 +201,50 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 func (l *Lab) path(rel string) string { return filepath.Join(l.cfg.Dir, rel) }
 func (l *Lab) bin(name string) string { return l.path(filepath.Join("bin", name)) }
 
-// buildAll builds the binaries the lab runs, from the same cmd/ packages
-// the images are built from.
-func (l *Lab) buildAll(ctx context.Context) error {
-	for _, variant := range []string{"baseline", "fixed"} {
-		if err := l.buildGateway(ctx, variant); err != nil {
-			return err
-		}
+// A Binary is a cmd/ package the lab builds, and compose builds the
+// service's image from (its CMD_PKG build argument).
+type Binary struct{ Service, Package string }
+
+// Binaries are the lab's Go processes.
+func Binaries() []Binary {
+	return []Binary{
+		{Gateway, "./gateway/cmd/gateway"},
+		{Upstream, "./loadgen/cmd/upstream"},
+		{Loadgen, "./loadgen/cmd/loadgen"},
+		{Pager, "./alertmanager/pager/cmd/pager"},
 	}
-	for _, b := range []struct{ out, pkg string }{
-		{"upstream", "./loadgen/cmd/upstream"},
-		{"loadgen", "./loadgen/cmd/loadgen"},
-		{"pager", "./alertmanager/pager/cmd/pager"},
-	} {
-		if err := l.build(ctx, b.out, b.pkg, ""); err != nil {
+}
+
+// buildAll builds the binaries the lab runs, the gateway in both variants.
+func (l *Lab) buildAll(ctx context.Context) error {
+	for _, b := range Binaries() {
+		if b.Service == Gateway {
+			for _, variant := range []string{"baseline", "fixed"} {
+				if err := l.buildGateway(ctx, variant); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := l.build(ctx, b.Service, b.Package, ""); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// buildGateway builds one variant; the variant is a build tag, as in the
-// image (`-tags fixed`; the baseline needs none).
-func (l *Lab) buildGateway(ctx context.Context, variant string) error {
-	tags := ""
+// GatewayTags are the build tags of a gateway variant, as in the image's
+// VARIANT build argument; the baseline needs none.
+func GatewayTags(variant string) string {
 	if variant == "fixed" {
-		tags = "fixed"
+		return "fixed"
 	}
-	return l.build(ctx, "gateway-"+variant, "./gateway/cmd/gateway", tags)
+	return ""
+}
+
+// buildGateway builds one variant.
+func (l *Lab) buildGateway(ctx context.Context, variant string) error {
+	return l.build(ctx, "gateway-"+variant, "./gateway/cmd/gateway", GatewayTags(variant))
 }
 
 func (l *Lab) build(ctx context.Context, out, pkg, tags string) error {
@@ -244,20 +260,31 @@ func (l *Lab) build(ctx context.Context, out, pkg, tags string) error {
 	return nil
 }
 
-// render writes the repo's config files with lab addresses, and the
-// selected rule set as rules/slo.yml, as compose mounts it.
+// A ConfigFile is one of the repo's configuration files: where compose
+// mounts it in its service's container (Target) and where the lab renders
+// it, relative to the lab's directory (Lab). Their layouts match, so a path
+// one file gives to another (prometheus.yml's rules/slo.yml) holds in both.
+type ConfigFile struct{ Service, Source, Target, Lab string }
+
+// ConfigFiles are the files both layouts read, with the rule set of the
+// given SLO windows (lab or production) as rules/slo.yml.
+func ConfigFiles(windows string) []ConfigFile {
+	return []ConfigFile{
+		{Prometheus, "prometheus/prometheus.yml", "/etc/prometheus/prometheus.yml", "etc/prometheus.yml"},
+		{Prometheus, "prometheus/rules/slo-" + windows + ".yml", "/etc/prometheus/rules/slo.yml", "etc/rules/slo.yml"},
+		{Alertmanager, "alertmanager/alertmanager.yml", "/etc/alertmanager/alertmanager.yml", "etc/alertmanager.yml"},
+	}
+}
+
+// render writes the repo's config files with lab addresses.
 func (l *Lab) render() error {
 	r := l.cfg.Addrs.replacements()
-	for _, f := range []struct{ src, dst string }{
-		{"prometheus/prometheus.yml", "etc/prometheus.yml"},
-		{"alertmanager/alertmanager.yml", "etc/alertmanager.yml"},
-		{"prometheus/rules/slo-" + l.cfg.Windows + ".yml", "etc/rules/slo.yml"},
-	} {
-		b, err := os.ReadFile(filepath.Join(l.cfg.Root, f.src))
+	for _, f := range ConfigFiles(l.cfg.Windows) {
+		b, err := os.ReadFile(filepath.Join(l.cfg.Root, f.Source))
 		if err != nil {
 			return fmt.Errorf("lab: %w", err)
 		}
-		if err := os.WriteFile(l.path(f.dst), []byte(r.Replace(string(b))), 0o644); err != nil {
+		if err := os.WriteFile(l.path(f.Lab), []byte(r.Replace(string(b))), 0o644); err != nil {
 			return fmt.Errorf("lab: %w", err)
 		}
 	}

@@ -1,0 +1,503 @@
+package compose
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/types"
+	"go.yaml.in/yaml/v3"
+
+	"burnlab/loadgen/internal/lab"
+)
+
+const root = "../.."
+
+// load reads the compose file as `docker compose` would with the given
+// shell variables over .env.
+func load(t *testing.T, env ...string) *types.Project {
+	t.Helper()
+	p, err := Load(context.Background(), root, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// variants are every GATEWAY_TAG × SLO_WINDOWS the README offers.
+var variants = [][]string{
+	nil, // .env as committed
+	{"GATEWAY_TAG=fixed"},
+	{"SLO_WINDOWS=production"},
+	{"GATEWAY_TAG=fixed", "SLO_WINDOWS=production"},
+}
+
+func env(vars []string, key, def string) string {
+	for _, v := range vars {
+		if k, val, _ := strings.Cut(v, "="); k == key {
+			return val
+		}
+	}
+	return def
+}
+
+func TestTheStackLoadsWithItsServicesAndTheTagToggle(t *testing.T) {
+	want := []string{lab.Alertmanager, lab.Gateway, "grafana", lab.Loadgen, lab.Pager, lab.Prometheus, lab.Upstream}
+	for _, vars := range variants {
+		p := load(t, vars...)
+		if got := p.ServiceNames(); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+			t.Fatalf("%q: services %v, want %v", vars, got, want)
+		}
+		tag := env(vars, "GATEWAY_TAG", "baseline")
+		gw := p.Services[lab.Gateway]
+		if gw.Image != "burnlab/gateway:"+tag {
+			t.Errorf("%q: gateway image %q, want burnlab/gateway:%s", vars, gw.Image, tag)
+		}
+		// The tag and the build must not disagree: the image named fixed
+		// holds the fixed parser.
+		if v := arg(gw.Build, "VARIANT"); v != tag {
+			t.Errorf("%q: gateway built with VARIANT=%q under tag %q", vars, v, tag)
+		}
+	}
+	dotenv, err := os.ReadFile(filepath.Join(root, ".env"))
+	if err != nil || !regexp.MustCompile(`(?m)^GATEWAY_TAG=baseline$`).Match(dotenv) {
+		t.Fatalf(".env must start the story at GATEWAY_TAG=baseline (%v)", err)
+	}
+}
+
+func arg(b *types.BuildConfig, name string) string {
+	if b == nil || b.Args[name] == nil {
+		return ""
+	}
+	return *b.Args[name]
+}
+
+// The images compose builds are the lab's binaries: the same cmd/
+// packages, and the gateway's variant chosen the same way.
+func TestImagesBuildTheLabsBinaries(t *testing.T) {
+	p := load(t)
+	built := map[string]string{}
+	for name, s := range p.Services {
+		if s.Build == nil {
+			continue
+		}
+		if s.Build.Context != mustAbs(t, root) {
+			t.Errorf("%s: build context %s, want the repo root (go.work spans every module)", name, s.Build.Context)
+		}
+		if s.Build.Target == "service" {
+			built[name] = arg(s.Build, "CMD_PKG")
+		}
+	}
+	want := map[string]string{}
+	for _, b := range lab.Binaries() {
+		want[b.Service] = b.Package
+	}
+	if !mapsEqual(built, want) {
+		t.Fatalf("compose builds %v; the lab builds %v", built, want)
+	}
+	for svc, pkg := range built {
+		if _, err := os.Stat(filepath.Join(root, pkg, "main.go")); err != nil {
+			t.Errorf("%s: CMD_PKG %s is not a command: %v", svc, pkg, err)
+		}
+	}
+	if g, l := p.Services[lab.Gateway].Environment["GATEWAY_TENANTS"], p.Services[lab.Loadgen].Environment["LOADGEN_TENANTS"]; g == nil || l == nil || *g != lab.DefaultTenants || *l != lab.DefaultTenants {
+		t.Errorf("tenants: gateway %v, loadgen %v; the lab uses %q", g, l, lab.DefaultTenants)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Prometheus and Alertmanager read the very files the lab renders, at
+// the same places relative to each other, and nothing else of the repo.
+func TestConfigFilesAreTheLabs(t *testing.T) {
+	for _, windows := range []string{"lab", "production"} {
+		p := load(t, "SLO_WINDOWS="+windows)
+		want := map[string]string{}
+		for _, f := range lab.ConfigFiles(windows) {
+			want[f.Service+":"+f.Target] = filepath.Join(mustAbs(t, root), f.Source)
+		}
+		got := map[string]string{}
+		for _, name := range []string{lab.Prometheus, lab.Alertmanager} {
+			for _, v := range p.Services[name].Volumes {
+				if v.Type == types.VolumeTypeBind {
+					got[name+":"+v.Target] = v.Source
+				}
+			}
+		}
+		if !mapsEqual(got, want) {
+			t.Errorf("SLO_WINDOWS=%s: compose mounts %v; the lab renders %v", windows, got, want)
+		}
+	}
+}
+
+func TestBindMountsExistAndAreReadOnly(t *testing.T) {
+	for _, vars := range variants {
+		for name, s := range load(t, vars...).Services {
+			for _, v := range s.Volumes {
+				if v.Type != types.VolumeTypeBind {
+					continue
+				}
+				if _, err := os.Stat(v.Source); err != nil {
+					t.Errorf("%q: %s mounts %s, which does not exist", vars, name, v.Source)
+				}
+				if !v.ReadOnly {
+					t.Errorf("%s mounts %s writable; the repo's config is read-only to containers", name, v.Source)
+				}
+			}
+		}
+	}
+}
+
+func TestStateLivesInNamedVolumes(t *testing.T) {
+	p := load(t)
+	for svc, target := range map[string]string{
+		lab.Prometheus: "/prometheus", "grafana": "/var/lib/grafana", lab.Pager: "/var/lib/burnlab", lab.Loadgen: "/var/lib/burnlab",
+	} {
+		found := false
+		for _, v := range p.Services[svc].Volumes {
+			if v.Type == types.VolumeTypeVolume && v.Target == target {
+				_, declared := p.Volumes[v.Source]
+				found = declared
+			}
+		}
+		if !found {
+			t.Errorf("%s: no named volume at %s", svc, target)
+		}
+	}
+	if d := p.Services[lab.Pager].Environment["PAGER_DATA"]; d == nil || *d != "/var/lib/burnlab" {
+		t.Errorf("the pager journals to %v, not its volume", d)
+	}
+}
+
+// listens is the set of ports each service's process listens on: what the
+// burnlab binaries are told (*_LISTEN, *_ADMIN), and the upstream
+// defaults of the third-party servers, which compose does not change.
+func listens(t *testing.T, p *types.Project) map[string][]string {
+	ports := map[string][]string{lab.Prometheus: {"9090"}, lab.Alertmanager: {"9093"}, "grafana": {"3000"}}
+	for name, s := range p.Services {
+		for k, v := range s.Environment {
+			if v != nil && (strings.HasSuffix(k, "_LISTEN") || strings.HasSuffix(k, "_ADMIN")) {
+				_, port, err := net.SplitHostPort(*v)
+				if err != nil {
+					t.Fatalf("%s: %s=%q: %v", name, k, *v, err)
+				}
+				ports[name] = append(ports[name], port)
+			}
+		}
+		slices.Sort(ports[name])
+	}
+	return ports
+}
+
+func TestExposedPortsAreTheListenedOnes(t *testing.T) {
+	p := load(t)
+	ls := listens(t, p)
+	for name, s := range p.Services {
+		exposed := slices.Sorted(slices.Values(s.Expose))
+		if !slices.Equal(exposed, ls[name]) {
+			t.Errorf("%s: expose %v, listens on %v", name, exposed, ls[name])
+		}
+	}
+	// The contract's ports, as the lab uses them.
+	a := lab.DefaultAddrs()
+	for svc, addrs := range map[string][]string{
+		lab.Gateway: {a.GatewayPublic, a.GatewayAdmin}, lab.Upstream: {a.Upstream}, lab.Loadgen: {a.LoadgenAdmin},
+		lab.Pager: {a.Pager}, lab.Prometheus: {a.Prometheus}, lab.Alertmanager: {a.Alertmanager},
+	} {
+		var want []string
+		for _, addr := range addrs {
+			_, port, _ := net.SplitHostPort(addr)
+			want = append(want, port)
+		}
+		if slices.Sort(want); !slices.Equal(ls[svc], want) {
+			t.Errorf("%s listens on %v in compose, %v in the lab", svc, ls[svc], want)
+		}
+	}
+}
+
+func TestPortsArePublishedOnLoopbackOnly(t *testing.T) {
+	p := load(t)
+	ls := listens(t, p)
+	for name, s := range p.Services {
+		for _, port := range s.Ports {
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes %s on %q: only 127.0.0.1", name, port.Published, port.HostIP)
+			}
+			target := strconv.FormatUint(uint64(port.Target), 10)
+			if port.Published != target || !slices.Contains(ls[name], target) {
+				t.Errorf("%s publishes %s→%s; want the same port, one it listens on (%v)", name, port.Published, target, ls[name])
+			}
+		}
+	}
+}
+
+// addr is a host:port some configuration file or service dials, and where
+// it was found.
+type addr struct{ from, hostport string }
+
+// dialed collects every address burnlab's configuration dials: scrape and
+// Alertmanager targets, webhook and datasource URLs, and the URLs in the
+// services' environment.
+func dialed(t *testing.T, p *types.Project) []addr {
+	var out []addr
+	var prom struct {
+		Alerting struct {
+			Alertmanagers []struct {
+				StaticConfigs []struct{ Targets []string } `yaml:"static_configs"`
+			}
+		}
+		ScrapeConfigs []struct {
+			JobName       string                       `yaml:"job_name"`
+			StaticConfigs []struct{ Targets []string } `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	readYAML(t, "prometheus/prometheus.yml", &prom)
+	for _, am := range prom.Alerting.Alertmanagers {
+		for _, sc := range am.StaticConfigs {
+			for _, tg := range sc.Targets {
+				out = append(out, addr{"prometheus.yml alerting", tg})
+			}
+		}
+	}
+	for _, job := range prom.ScrapeConfigs {
+		for _, sc := range job.StaticConfigs {
+			for _, tg := range sc.Targets {
+				out = append(out, addr{"prometheus.yml job " + job.JobName, tg})
+			}
+		}
+	}
+	var am struct {
+		Receivers []struct {
+			Name           string
+			WebhookConfigs []struct{ URL string } `yaml:"webhook_configs"`
+		}
+	}
+	readYAML(t, "alertmanager/alertmanager.yml", &am)
+	for _, r := range am.Receivers {
+		for _, w := range r.WebhookConfigs {
+			out = append(out, addr{"alertmanager.yml receiver " + r.Name, hostport(t, w.URL)})
+		}
+	}
+	var ds struct{ Datasources []struct{ Name, URL string } }
+	readYAML(t, "grafana/provisioning/datasources/prometheus.yml", &ds)
+	for _, d := range ds.Datasources {
+		out = append(out, addr{"grafana datasource " + d.Name, hostport(t, d.URL)})
+	}
+	for name, s := range p.Services {
+		for k, v := range s.Environment {
+			if v != nil && strings.HasPrefix(*v, "http") {
+				out = append(out, addr{name + " " + k, hostport(t, *v)})
+			}
+		}
+	}
+	return out
+}
+
+func readYAML(t *testing.T, rel string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+}
+
+func hostport(t *testing.T, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Port() == "" {
+		t.Fatalf("%q: want a URL with an explicit port (%v)", raw, err)
+	}
+	return u.Host
+}
+
+func TestEveryDialedAddressIsAServiceListening(t *testing.T) {
+	p := load(t)
+	ls := listens(t, p)
+	as := dialed(t, p)
+	if len(as) < 12 {
+		t.Fatalf("found only %d addresses: %v", len(as), as)
+	}
+	scraped := map[string]bool{}
+	for _, a := range as {
+		host, port, err := net.SplitHostPort(a.hostport)
+		if err != nil {
+			t.Errorf("%s: %q: %v", a.from, a.hostport, err)
+			continue
+		}
+		// Prometheus scrapes itself at localhost, inside its own container.
+		if host == "localhost" && strings.HasPrefix(a.from, "prometheus.yml") {
+			host = lab.Prometheus
+		}
+		if _, ok := p.Services[host]; !ok {
+			t.Errorf("%s dials %s: no compose service %q", a.from, a.hostport, host)
+			continue
+		}
+		if !slices.Contains(ls[host], port) {
+			t.Errorf("%s dials %s, but %s listens on %v", a.from, a.hostport, host, ls[host])
+		}
+		// The contract: scrape job names are process names.
+		if job, ok := strings.CutPrefix(a.from, "prometheus.yml job "); ok {
+			if job != host {
+				t.Errorf("job %q scrapes %s", job, host)
+			}
+			scraped[host] = true
+		}
+	}
+	for _, b := range lab.Binaries() {
+		if !scraped[b.Service] {
+			t.Errorf("Prometheus does not scrape %s", b.Service)
+		}
+	}
+}
+
+// Every service says when it is ready, in a way its image can run, and
+// starts only after what it needs is ready.
+func TestHealthchecksGateTheStartOrder(t *testing.T) {
+	p := load(t)
+	ls := listens(t, p)
+	for name, s := range p.Services {
+		hc := s.HealthCheck
+		if hc == nil || hc.Disable || len(hc.Test) < 3 || hc.Test[0] != "CMD" {
+			t.Errorf("%s: healthcheck %v; want an exec-form CMD (distroless images have no shell)", name, hc)
+			continue
+		}
+		// burnlab's distroless images run the probe binary; the
+		// third-party images are busybox-based and have wget.
+		probe := "/usr/local/bin/healthcheck"
+		if s.Build == nil || s.Build.Target != "service" {
+			probe = "wget"
+		}
+		if hc.Test[1] != probe {
+			t.Errorf("%s: healthcheck runs %s, want %s", name, hc.Test[1], probe)
+		}
+		u, err := url.Parse(hc.Test[len(hc.Test)-1])
+		if err != nil || u.Hostname() != "127.0.0.1" || !slices.Contains(ls[name], u.Port()) {
+			t.Errorf("%s: healthcheck asks %q; want 127.0.0.1 on a port it listens on (%v)", name, hc.Test[len(hc.Test)-1], ls[name])
+		}
+		for dep, d := range s.DependsOn {
+			if d.Condition != types.ServiceConditionHealthy {
+				t.Errorf("%s waits for %s to be %q, want %q", name, dep, d.Condition, types.ServiceConditionHealthy)
+			}
+		}
+	}
+	for svc, deps := range map[string][]string{
+		lab.Gateway: {lab.Upstream}, lab.Loadgen: {lab.Gateway}, lab.Alertmanager: {lab.Pager},
+		lab.Prometheus: {lab.Alertmanager}, "grafana": {lab.Prometheus, lab.Pager},
+	} {
+		for _, d := range deps {
+			if _, ok := p.Services[svc].DependsOn[d]; !ok {
+				t.Errorf("%s does not wait for %s", svc, d)
+			}
+		}
+	}
+}
+
+var exactVersion = regexp.MustCompile(`^[a-z0-9./-]+:v?[0-9]+\.[0-9]+\.[0-9]+$`)
+
+func TestImagesArePinned(t *testing.T) {
+	for _, vars := range variants {
+		for name, s := range load(t, vars...).Services {
+			if s.Build == nil {
+				if !exactVersion.MatchString(s.Image) {
+					t.Errorf("%s: image %q is not pinned to an exact version", name, s.Image)
+				}
+				continue
+			}
+			// Built here, never pulled: a burnlab/* name on a registry
+			// must not stand in for the local build.
+			repo, tag, _ := strings.Cut(s.Image, ":")
+			if repo != "burnlab/"+name || tag == "" || tag == "latest" || s.PullPolicy != types.PullPolicyBuild {
+				t.Errorf("%s: image %q, pull_policy %q; want burnlab/%s:<tag>, never latest, pull_policy build", name, s.Image, s.PullPolicy, name)
+			}
+		}
+	}
+}
+
+// Grafana's provisioning, dashboards and plugin line up with the paths
+// compose mounts them at and the image installs the plugin at.
+func TestGrafanaIsWiredToItsMounts(t *testing.T) {
+	p := load(t)
+	g := p.Services["grafana"]
+	mounts := map[string]string{}
+	for _, v := range g.Volumes {
+		if v.Type == types.VolumeTypeBind {
+			rel, err := filepath.Rel(mustAbs(t, root), v.Source)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mounts[filepath.ToSlash(rel)] = v.Target
+		}
+	}
+	if mounts["grafana/provisioning"] != "/etc/grafana/provisioning" || mounts["grafana/grafana.ini"] != "/etc/grafana/grafana.ini" {
+		t.Errorf("grafana mounts %v", mounts)
+	}
+	var prov struct {
+		Providers []struct {
+			Options struct{ Path string }
+		}
+	}
+	readYAML(t, "grafana/provisioning/dashboards/burnlab.yml", &prov)
+	if len(prov.Providers) != 1 || prov.Providers[0].Options.Path != mounts["grafana/dashboards"] {
+		t.Errorf("the dashboard provider reads %+v; compose mounts grafana/dashboards at %q", prov.Providers, mounts["grafana/dashboards"])
+	}
+	ini, err := os.ReadFile(filepath.Join(root, "grafana/grafana.ini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := regexp.MustCompile(`(?m)^default_home_dashboard_path = (\S+)$`).FindSubmatch(ini)
+	if home == nil {
+		t.Fatal("grafana.ini sets no home dashboard")
+	}
+	rel, ok := strings.CutPrefix(string(home[1]), mounts["grafana/dashboards"]+"/")
+	if _, err := os.Stat(filepath.Join(root, "grafana/dashboards", rel)); !ok || err != nil {
+		t.Errorf("home dashboard %s is not a file compose mounts (%v)", home[1], err)
+	}
+	var plugin struct{ ID string }
+	readJSON(t, "grafana/plugin/dist/plugin.json", &plugin)
+	allowed := regexp.MustCompile(`(?m)^allow_loading_unsigned_plugins = (\S+)$`).FindSubmatch(ini)
+	if allowed == nil || string(allowed[1]) != plugin.ID {
+		t.Errorf("grafana.ini allows unsigned %q, the plugin is %q: allow it by its id alone", allowed, plugin.ID)
+	}
+	if pw := g.Environment["GF_SECURITY_ADMIN_PASSWORD"]; pw == nil || *pw == "" {
+		t.Error("compose gives Grafana no admin password; grafana.ini takes it from GF_SECURITY_ADMIN_PASSWORD")
+	}
+}
+
+func readJSON(t *testing.T, rel string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", rel, err)
+	}
+}

@@ -11,7 +11,7 @@ LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: help
 help: ## list the verbs
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
 build: ## build every binary (both gateway variants) into bin/
@@ -30,7 +30,7 @@ test: tools ## every test: Go (vet, -race, both builds), SLO rules (drift, promt
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
 	$(GO) test -race -count=1 $(MODULES)
 	$(GO) test -race -count=1 -tags fixed ./gateway/cmd/gateway
-	$(MAKE) --no-print-directory plugin check-rules check-config e2e
+	$(MAKE) --no-print-directory plugin check-rules check-config check-compose e2e
 
 # Prometheus, Alertmanager, promtool and amtool: the real binaries, from
 # Debian's packages (about 30 s; a Go build of Prometheus takes ~14 min).
@@ -87,6 +87,13 @@ check-config: ## promtool check config (with each rule set) and amtool check-con
 	done
 	amtool check-config alertmanager/alertmanager.yml
 
+# The compose checks' module stays out of go.work (GOWORK=off), as Sloth's
+# does: compose-go and buildkit would otherwise raise versions the services
+# build with.
+.PHONY: check-compose
+check-compose: ## load docker-compose.yml with compose-go, lint the Dockerfile with buildkit, hold both to the lab
+	cd loadgen/compose && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
+
 .PHONY: bench
 bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./gateway/internal/transcript
@@ -109,7 +116,7 @@ demo-profile: ## the write-up's profiling recipe on the repro
 	$(GO) tool pprof -top -sample_index=alloc_space $(BIN)/slo-burn-demo $(BIN)/baseline.pprof | head -15
 
 .PHONY: profile
-profile: ## top alloc_space of a running gateway (GATEWAY_ADMIN_URL, default http://127.0.0.1:6060)
+profile: ## top alloc_space of the running gateway, compose or lab (GATEWAY_ADMIN_URL, default http://127.0.0.1:6060)
 	$(GO) tool pprof -top -sample_index=alloc_space $${GATEWAY_ADMIN_URL:-http://127.0.0.1:6060}/debug/pprof/allocs | head -15
 
 GATEWAY_TAG ?= baseline
@@ -126,3 +133,40 @@ lab-switch: ## switch a running lab's gateway: make lab-switch GATEWAY_TAG=fixed
 .PHONY: e2e
 e2e: tools ## the end-to-end proof on the native lab: baseline pages, fixed resolves, idle is silent (~12 min)
 	$(GO) test -tags e2e -run TestEndToEnd -count=1 -timeout 25m -v ./loadgen/internal/lab
+
+# docker compose: the same stack in containers. BURNLAB_VERSION stamps the
+# images' binaries (gateway_build_info{version}).
+COMPOSE ?= docker compose
+export BURNLAB_VERSION := $(VERSION)
+
+.PHONY: up
+up: ## docker compose: build and start the stack in the background (the baseline gateway pages in minutes)
+	$(COMPOSE) up --build --detach
+	@echo "Grafana      http://127.0.0.1:3000 (the SLO dashboard is the home page)"
+	@echo "Prometheus   http://127.0.0.1:9090/alerts   Alertmanager http://127.0.0.1:9093"
+	@echo "Pages        make pages    Logs  make logs    The fix  make fixed"
+
+.PHONY: down
+down: ## docker compose: stop the stack, keeping its volumes (docker compose down -v forgets them)
+	$(COMPOSE) down
+
+.PHONY: fixed
+fixed: ## docker compose: switch the gateway to burnlab/gateway:fixed, recreating only the gateway
+	GATEWAY_TAG=fixed $(COMPOSE) up --build --detach --no-deps gateway
+
+.PHONY: baseline
+baseline: ## docker compose: switch the gateway back to burnlab/gateway:baseline
+	GATEWAY_TAG=baseline $(COMPOSE) up --build --detach --no-deps gateway
+
+.PHONY: images
+images: ## docker compose: build every image, the gateway as both :baseline and :fixed
+	GATEWAY_TAG=baseline $(COMPOSE) build
+	GATEWAY_TAG=fixed $(COMPOSE) build gateway
+
+.PHONY: pages
+pages: ## what the pager received (compose or lab; PAGER_URL, default http://127.0.0.1:5001)
+	@curl -fsS $${PAGER_URL:-http://127.0.0.1:5001}/api/incidents | { command -v jq >/dev/null && jq . || cat; }
+
+.PHONY: logs
+logs: ## docker compose: follow the logs (SERVICE=gateway for one)
+	$(COMPOSE) logs --follow --tail=50 $(SERVICE)

@@ -277,7 +277,7 @@ func dialed(t *testing.T, p *types.Project) []addr {
 			StaticConfigs []struct{ Targets []string } `yaml:"static_configs"`
 		} `yaml:"scrape_configs"`
 	}
-	readYAML(t, "prometheus/prometheus.yml", &prom)
+	decode(t, "prometheus/prometheus.yml", yaml.Unmarshal, &prom)
 	for _, am := range prom.Alerting.Alertmanagers {
 		for _, sc := range am.StaticConfigs {
 			for _, tg := range sc.Targets {
@@ -298,14 +298,14 @@ func dialed(t *testing.T, p *types.Project) []addr {
 			WebhookConfigs []struct{ URL string } `yaml:"webhook_configs"`
 		}
 	}
-	readYAML(t, "alertmanager/alertmanager.yml", &am)
+	decode(t, "alertmanager/alertmanager.yml", yaml.Unmarshal, &am)
 	for _, r := range am.Receivers {
 		for _, w := range r.WebhookConfigs {
 			out = append(out, addr{"alertmanager.yml receiver " + r.Name, hostport(t, w.URL)})
 		}
 	}
 	var ds struct{ Datasources []struct{ Name, URL string } }
-	readYAML(t, "grafana/provisioning/datasources/prometheus.yml", &ds)
+	decode(t, "grafana/provisioning/datasources/prometheus.yml", yaml.Unmarshal, &ds)
 	for _, d := range ds.Datasources {
 		out = append(out, addr{"grafana datasource " + d.Name, hostport(t, d.URL)})
 	}
@@ -319,13 +319,15 @@ func dialed(t *testing.T, p *types.Project) []addr {
 	return out
 }
 
-func readYAML(t *testing.T, rel string, v any) {
+// decode reads a repo file with the given decoder (yaml.Unmarshal or
+// json.Unmarshal) into v.
+func decode(t *testing.T, rel string, unmarshal func([]byte, any) error, v any) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(b, v); err != nil {
+	if err := unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", rel, err)
 	}
 }
@@ -464,7 +466,7 @@ func TestGrafanaIsWiredToItsMounts(t *testing.T) {
 			Options struct{ Path string }
 		}
 	}
-	readYAML(t, "grafana/provisioning/dashboards/burnlab.yml", &prov)
+	decode(t, "grafana/provisioning/dashboards/burnlab.yml", yaml.Unmarshal, &prov)
 	if len(prov.Providers) != 1 || prov.Providers[0].Options.Path != mounts["grafana/dashboards"] {
 		t.Errorf("the dashboard provider reads %+v; compose mounts grafana/dashboards at %q", prov.Providers, mounts["grafana/dashboards"])
 	}
@@ -481,23 +483,12 @@ func TestGrafanaIsWiredToItsMounts(t *testing.T) {
 		t.Errorf("home dashboard %s is not a file compose mounts (%v)", home[1], err)
 	}
 	var plugin struct{ ID string }
-	readJSON(t, "grafana/plugin/dist/plugin.json", &plugin)
+	decode(t, "grafana/plugin/dist/plugin.json", json.Unmarshal, &plugin)
 	allowed := regexp.MustCompile(`(?m)^allow_loading_unsigned_plugins = (\S+)$`).FindSubmatch(ini)
 	if allowed == nil || string(allowed[1]) != plugin.ID {
 		t.Errorf("grafana.ini allows unsigned %q, the plugin is %q: allow it by its id alone", allowed, plugin.ID)
 	}
 	if pw := g.Environment["GF_SECURITY_ADMIN_PASSWORD"]; pw == nil || *pw == "" {
 		t.Error("compose gives Grafana no admin password; grafana.ini takes it from GF_SECURITY_ADMIN_PASSWORD")
-	}
-}
-
-func readJSON(t *testing.T, rel string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", rel, err)
 	}
 }

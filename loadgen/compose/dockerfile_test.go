@@ -2,6 +2,7 @@ package compose
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,7 +252,7 @@ func TestBuildStagesShareTheStaticToolchain(t *testing.T) {
 		t.Fatalf("build stage: %v, go %q\n%s", err, calls, out)
 	}
 	var plugin struct{ ID, Executable string }
-	readJSON(t, "grafana/plugin/dist/plugin.json", &plugin)
+	decode(t, "grafana/plugin/dist/plugin.json", json.Unmarshal, &plugin)
 	calls, out, err = goRun(t, ss["plugin-build"], "GOOS=linux", "GOARCH=arm64")
 	if err != nil || len(calls) != 1 {
 		t.Fatalf("plugin stage: %v, go %q\n%s", err, calls, out)

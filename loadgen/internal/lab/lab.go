@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"burnlab/gateway/service"
 )
 
 // Service names, as in docker-compose.yml and prometheus.yml.
@@ -208,7 +209,7 @@ type Binary struct{ Service, Package string }
 // Binaries are the lab's Go processes.
 func Binaries() []Binary {
 	return []Binary{
-		{Gateway, "./gateway/cmd/gateway"},
+		{Gateway, gatewayPkg},
 		{Upstream, "./loadgen/cmd/upstream"},
 		{Loadgen, "./loadgen/cmd/loadgen"},
 		{Pager, "./alertmanager/pager/cmd/pager"},
@@ -242,9 +243,11 @@ func GatewayTags(variant string) string {
 	return ""
 }
 
+const gatewayPkg = "./gateway/cmd/gateway"
+
 // buildGateway builds one variant.
 func (l *Lab) buildGateway(ctx context.Context, variant string) error {
-	return l.build(ctx, "gateway-"+variant, "./gateway/cmd/gateway", GatewayTags(variant))
+	return l.build(ctx, "gateway-"+variant, gatewayPkg, GatewayTags(variant))
 }
 
 func (l *Lab) build(ctx context.Context, out, pkg, tags string) error {
@@ -342,11 +345,8 @@ func (l *Lab) start(ctx context.Context, name string, args []string, ready strin
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		if resp, err := http.Get(ready); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
+		if service.Probe(ctx, ready) == nil {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("lab: %s not ready at %s after 60 s:\n%s", name, ready, l.Tail(name, 20))

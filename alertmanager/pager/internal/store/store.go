@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,11 +49,23 @@ func IncidentID(a *Alert) string {
 type Store struct {
 	dir       string
 	mu        sync.Mutex
-	f         *os.File
+	f         journal
+	size      int64 // of the journal's complete lines
+	broken    error // a failed append that could not be cut back off
 	seen      map[string]bool
 	incidents map[string]*incident.Incident
 	order     []string
 	skipped   int
+	cut       int64
+}
+
+// journal is the part of *os.File the store writes with, so a test can make
+// an append fail halfway.
+type journal interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Truncate(int64) error
+	Close() error
 }
 
 const journalName = "notifications.jsonl"
@@ -64,36 +77,63 @@ func Open(dir string) (*Store, error) {
 	}
 	s := &Store{dir: dir, seen: map[string]bool{}, incidents: map[string]*incident.Incident{}}
 	path := filepath.Join(dir, journalName)
-	if b, err := os.ReadFile(path); err == nil {
-		for line := range bytes.SplitSeq(b, []byte{'\n'}) {
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			var r Record
-			if err := json.Unmarshal(line, &r); err != nil {
-				// Only a write cut short by a crash, never acknowledged.
-				s.skipped++
-				continue
-			}
-			s.apply(r)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: reading %s: %w", path, err)
+	}
+	// A crash in the middle of a write leaves the start of a record without
+	// its newline. That record was never acknowledged (the answer waits for
+	// the fsync of the whole line), but the next one appended would be glued
+	// onto it and the pair skipped on the next read: an acknowledged
+	// notification lost. So the journal is cut back to its last complete
+	// line, durably, before anything is appended.
+	end := bytes.LastIndexByte(b, '\n') + 1
+	if end < len(b) {
+		if len(bytes.TrimSpace(b[end:])) > 0 {
+			s.skipped++
+		}
+		s.cut = int64(len(b) - end)
+		if err := f.Truncate(int64(end)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("store: cutting the torn last line of %s: %w", path, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("store: fsync %s: %w", path, err)
+		}
+	}
+	for line := range bytes.SplitSeq(b[:end], []byte{'\n'}) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			// Not written by this pager as a whole line (an edit by hand, a
+			// damaged disk): counted and reported, the rest still read.
+			s.skipped++
+			continue
+		}
+		s.apply(r)
 	}
 	if err := syncDir(dir); err != nil {
 		f.Close()
 		return nil, err
 	}
-	s.f = f
+	s.f, s.size = f, int64(end)
 	return s, nil
 }
 
-// Skipped reports journal lines that could not be read on open.
+// Skipped reports journal lines that could not be read on open, a torn
+// last line included.
 func (s *Store) Skipped() int { return s.skipped }
+
+// Cut reports the bytes of a torn last line cut off the journal on open.
+func (s *Store) Cut() int64 { return s.cut }
 
 // Dir is the data directory.
 func (s *Store) Dir() string { return s.dir }
@@ -185,15 +225,32 @@ func (s *Store) AddProfile(id string, p incident.Profile, now time.Time) error {
 	return nil
 }
 
-// write appends and fsyncs; the caller holds s.mu.
+// write appends whole lines and fsyncs them; the caller holds s.mu.
 func (s *Store) write(b []byte) error {
+	if s.broken != nil {
+		return fmt.Errorf("store: refusing to append until restarted: %w", s.broken)
+	}
 	if _, err := s.f.Write(b); err != nil {
-		return fmt.Errorf("store: append: %w", err)
+		return s.undo(fmt.Errorf("store: append: %w", err))
 	}
 	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("store: fsync: %w", err)
+		return s.undo(fmt.Errorf("store: fsync: %w", err))
 	}
+	s.size += int64(len(b))
 	return nil
+}
+
+// undo cuts a failed append (a disk full halfway through a line, say) back
+// off the journal: it is not acknowledged, and a fragment left there would
+// swallow the next record, which is. If even that fails the store takes no
+// more writes, so nothing more is acknowledged, until a restart cuts the
+// fragment on open.
+func (s *Store) undo(err error) error {
+	if terr := s.f.Truncate(s.size); terr != nil {
+		s.broken = errors.Join(err, fmt.Errorf("store: cutting it back off: %w", terr))
+		return s.broken
+	}
+	return err
 }
 
 // apply folds one record into the incidents; the caller holds s.mu (or

@@ -35,7 +35,7 @@ func TestAcknowledgedNotificationsSurviveKill9(t *testing.T) {
 	cmd := start()
 	const n = 20
 	for i := range n {
-		body := fmt.Sprintf(`{"version":"4","receiver":"pager-page","status":"firing","alerts":[{"status":"firing","fingerprint":"fp%d",
+		body := fmt.Sprintf(`{"version":"4","receiver":"pager-page","status":"firing","alerts":[{"status":"firing","fingerprint":"%016x",
 			"startsAt":"2026-12-01T03:12:00Z","labels":{"alertname":"Burn","severity":"page","sloth_slo":"stream-latency"}}]}`, i)
 		resp, err := http.Post("http://"+addr+"/webhook/page", "application/json", strings.NewReader(body))
 		if err != nil || resp.StatusCode != 200 {

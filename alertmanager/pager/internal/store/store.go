@@ -57,6 +57,7 @@ type Store struct {
 	order     []string
 	skipped   int
 	cut       int64
+	profiles  *os.Root
 }
 
 // journal is the part of *os.File the store writes with, so a test can make
@@ -72,7 +73,7 @@ const journalName = "notifications.jsonl"
 
 // Open reads dir's journal, if any, and opens it for appending.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, ProfilesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	s := &Store{dir: dir, seen: map[string]bool{}, incidents: map[string]*incident.Incident{}}
@@ -124,6 +125,10 @@ func Open(dir string) (*Store, error) {
 		f.Close()
 		return nil, err
 	}
+	if s.profiles, err = os.OpenRoot(filepath.Join(dir, ProfilesDir)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	s.f, s.size = f, int64(end)
 	return s, nil
 }
@@ -138,6 +143,15 @@ func (s *Store) Cut() int64 { return s.cut }
 // Dir is the data directory.
 func (s *Store) Dir() string { return s.dir }
 
+// ProfilesDir is where captured profiles are kept, as "profiles/<name>"
+// relative to the data directory (incident.Profile.File).
+const ProfilesDir = "profiles"
+
+// Profiles is the directory of captured profiles. Names opened through it
+// cannot leave it, by "..", an absolute path or a symbolic link, whatever a
+// journal edited by hand says.
+func (s *Store) Profiles() *os.Root { return s.profiles }
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -150,11 +164,11 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// Close closes the journal.
+// Close closes the journal and the profiles directory.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.f.Close()
+	return errors.Join(s.f.Close(), s.profiles.Close())
 }
 
 func dedupKey(a *Alert) string {

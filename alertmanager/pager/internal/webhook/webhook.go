@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -187,6 +188,8 @@ func (p *payload) validate() error {
 		switch {
 		case a.Fingerprint == "":
 			return fmt.Errorf("alert %d has no fingerprint", i)
+		case !validFingerprint(a.Fingerprint):
+			return fmt.Errorf("alert %d has fingerprint %.40q, want Alertmanager's: 16 lowercase hex digits", i, a.Fingerprint)
 		case a.Status != "firing" && a.Status != "resolved":
 			return fmt.Errorf("alert %d has status %q, want firing or resolved", i, a.Status)
 		case a.StartsAt.IsZero():
@@ -196,6 +199,31 @@ func (p *payload) validate() error {
 		}
 	}
 	return nil
+}
+
+// validFingerprint says whether fp is one Alertmanager sends: a label
+// set's 64-bit hash as 16 lowercase hex digits. Nothing else is taken,
+// because the fingerprint names the incident and the incident names its
+// profile's file.
+func validFingerprint(fp string) bool {
+	if len(fp) != 16 {
+		return false
+	}
+	for _, c := range []byte(fp) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// profileName is the file a page's profile is kept in, under the profiles
+// directory: made only of the alert's validated fingerprint and its start.
+func profileName(a store.Alert) (string, error) {
+	if !validFingerprint(a.Fingerprint) {
+		return "", fmt.Errorf("no profile file for fingerprint %.40q", a.Fingerprint)
+	}
+	return fmt.Sprintf("%s-%d.pb.gz", a.Fingerprint, a.StartsAt.Unix()), nil
 }
 
 // announce is the on-call's line: PAGE, TICKET or RESOLVED.
@@ -220,17 +248,18 @@ func (h *Handler) announce(kind string, a store.Accepted) {
 		Str("summary", a.Alert.Annotations["summary"]).
 		Msg(msg)
 	if a.NewPage && h.cfg.ProfileURL != "" {
-		h.captures.Go(func() { h.capture(a.Incident) })
+		h.captures.Go(func() { h.capture(a) })
 	}
 }
 
 // capture fetches the gateway's heap profile for a new page and records
 // it, or the failure, on the incident. It runs beside the webhook: a slow
 // or dead gateway never delays the page.
-func (h *Handler) capture(id string) {
+func (h *Handler) capture(a store.Accepted) {
+	id := a.Incident
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
 	defer cancel()
-	p, err := h.fetch(ctx, id)
+	p, err := h.fetch(ctx, a.Alert)
 	result := "ok"
 	if err != nil {
 		result = "error"
@@ -249,7 +278,11 @@ func (h *Handler) capture(id string) {
 	}
 }
 
-func (h *Handler) fetch(ctx context.Context, id string) (incident.Profile, error) {
+func (h *Handler) fetch(ctx context.Context, a store.Alert) (incident.Profile, error) {
+	name, err := profileName(a)
+	if err != nil {
+		return incident.Profile{}, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.ProfileURL, nil)
 	if err != nil {
 		return incident.Profile{}, err
@@ -274,19 +307,20 @@ func (h *Handler) fetch(ctx context.Context, id string) (incident.Profile, error
 	if err != nil {
 		return incident.Profile{}, err
 	}
-	rel := filepath.Join("profiles", id+".pb.gz")
-	if err := writeFileSync(filepath.Join(h.cfg.Store.Dir(), rel), raw); err != nil {
-		return incident.Profile{}, err
+	if err := writeFileSync(h.cfg.Store.Profiles(), name, raw); err != nil {
+		return incident.Profile{}, fmt.Errorf("storing profile: %w", err)
 	}
-	p := incident.Profile{File: rel, Total: total}
+	p := incident.Profile{File: path.Join(store.ProfilesDir, name), Total: total}
 	for _, e := range top {
 		p.Top = append(p.Top, incident.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
 	}
 	return p, nil
 }
 
-func writeFileSync(path string, b []byte) error {
-	f, err := os.Create(path)
+// writeFileSync writes name in dir and fsyncs it and dir, so the profile
+// the journal is about to point at is there after a crash.
+func writeFileSync(dir *os.Root, name string, b []byte) error {
+	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
@@ -298,7 +332,15 @@ func writeFileSync(path string, b []byte) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	d, err := dir.Open(".")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func (h *Handler) listIncidents(w http.ResponseWriter, r *http.Request) {
@@ -318,12 +360,43 @@ func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {
 
 // getProfile serves the stored pprof profile of an incident, for
 // `go tool pprof` and the Grafana plugin's flame graph.
+// The file comes from the journal, which is read back from disk: it is
+// opened only inside the profiles directory, whatever it says.
 func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
-	inc, ok := h.cfg.Store.Incident(r.PathValue("id"))
+	id := r.PathValue("id")
+	inc, ok := h.cfg.Store.Incident(id)
 	if !ok || inc.Profile == nil || inc.Profile.File == "" {
-		fail(w, http.StatusNotFound, "no profile for incident "+r.PathValue("id"))
+		fail(w, http.StatusNotFound, "no profile for incident "+id)
 		return
 	}
+	f, fi, err := h.openProfile(inc.Profile.File)
+	if err != nil {
+		h.cfg.Log.Warn().Err(err).Str("incident", id).Msg("not serving the incident's profile")
+		fail(w, http.StatusNotFound, "no profile for incident "+id)
+		return
+	}
+	defer f.Close()
 	w.Header().Set("Content-Type", "application/octet-stream")
-	http.ServeFile(w, r, filepath.Join(h.cfg.Store.Dir(), inc.Profile.File))
+	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
+}
+
+func (h *Handler) openProfile(file string) (*os.File, os.FileInfo, error) {
+	name, ok := strings.CutPrefix(file, store.ProfilesDir+"/")
+	if !ok || !filepath.IsLocal(name) {
+		return nil, nil, fmt.Errorf("profile file %q is not in %s/", file, store.ProfilesDir)
+	}
+	f, err := h.cfg.Store.Profiles().Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("profile file %q is not a regular file", file)
+	}
+	return f, fi, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,7 +37,12 @@ type pager struct {
 
 func newPager(t *testing.T, profileURL, token string) *pager {
 	t.Helper()
-	dir := t.TempDir()
+	return newPagerIn(t, t.TempDir(), profileURL, token)
+}
+
+// newPagerIn is a pager whose data directory is dir.
+func newPagerIn(t *testing.T, dir, profileURL, token string) *pager {
+	t.Helper()
 	st, err := store.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -60,12 +66,20 @@ func alert(status string, severity string, starts time.Time) map[string]any {
 		"annotations": map[string]string{"burn_rate": "10.2x", "summary": "burning"},
 		"startsAt":    starts.Format(time.RFC3339Nano),
 		"endsAt":      "0001-01-01T00:00:00Z",
-		"fingerprint": "abc123" + severity,
+		"fingerprint": fingerprint(severity),
 	}
 	if status == "resolved" {
 		a["endsAt"] = starts.Add(5 * time.Minute).Format(time.RFC3339Nano)
 	}
 	return a
+}
+
+// fingerprint makes an Alertmanager-shaped fingerprint (16 lowercase hex
+// digits) from a name, so each fixture's alert has its own.
+func fingerprint(name string) string {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
 func with(a map[string]any, k string, v any) map[string]any {
@@ -104,9 +118,9 @@ func TestRejectsBadPayloadsWithClearErrors(t *testing.T) {
 		{`{"version":`, 400, "not JSON"},
 		{`{"version":"3","alerts":[]}`, 400, "version"},
 		{`{"version":"4","alerts":[]}`, 400, "no alerts"},
-		{strings.Replace(notification(alert("firing", "page", start)), `"abc123page"`, `""`, 1), 400, "fingerprint"},
+		{notification(with(alert("firing", "page", start), "fingerprint", "")), 400, "fingerprint"},
 		{notification(with(alert("firing", "page", start), "status", "weird")), 400, "status"},
-		{`{"version":"4","alerts":[{"status":"firing","fingerprint":"x","labels":{"alertname":"A"}}]}`, 400, "startsAt"},
+		{`{"version":"4","alerts":[{"status":"firing","fingerprint":"0123456789abcdef","labels":{"alertname":"A"}}]}`, 400, "startsAt"},
 		{`{"version":"4","pad":"` + strings.Repeat("x", 1<<20) + `"}`, 413, "over"},
 	}
 	for _, c := range cases {
@@ -241,5 +255,129 @@ func TestAFailedCaptureIsRecordedAndNeverBlocksThePage(t *testing.T) {
 	inc := p.st.Incidents()[0]
 	if inc.Profile == nil || inc.Profile.Error == "" || !strings.Contains(fmt.Sprint(inc.Timeline), "profile failed") {
 		t.Fatalf("failure not recorded: %+v", inc)
+	}
+}
+
+// gatewayPprof is a gateway's pprof endpoint on loopback.
+func gatewayPprof(t *testing.T) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	gw := httptest.NewServer(mux)
+	t.Cleanup(gw.Close)
+	return gw.URL + "/debug/pprof/allocs"
+}
+
+// Alertmanager's fingerprints are 16 lowercase hex digits; anything else is
+// refused, with the alert it is in and what is wanted.
+func TestRejectsFingerprintsThatAreNotAlertmanagers(t *testing.T) {
+	p := newPager(t, "", "")
+	start := time.Now().UTC()
+	for _, fp := range []string{"../../../escaped", "abc123page", "0123456789ABCDEF", "0123456789abcde", "0123456789abcdef0",
+		"0123456789abcdeg", "/etc/passwd", "0123456789abcd\x00f", "０１２３４５６７８９ａｂｃｄｅｆ", "0123456789abcd/f", " 123456789abcdef"} {
+		body := notification(alert("firing", "page", start), with(alert("firing", "ticket", start), "fingerprint", fp))
+		status, resp := p.post(t, "/webhook/page", body)
+		if status != 400 || !strings.Contains(resp, "alert 1") || !strings.Contains(resp, "16 lowercase hex digits") {
+			t.Errorf("fingerprint %q: %d %s, want 400 naming alert 1 and 16 lowercase hex digits", fp, status, resp)
+		}
+	}
+	if n := len(p.st.Incidents()); n != 0 {
+		t.Errorf("%d incidents stored from refused payloads", n)
+	}
+}
+
+// outside lists the files under base that are not under data.
+func outside(t *testing.T, base, data string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(base, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == data {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			out = append(out, path)
+		}
+		return nil
+	})
+	return out
+}
+
+// A page whose fingerprint is a path must not make the pager write its
+// profile there.
+func TestAFingerprintCannotPlaceAProfileOutsideTheDataDir(t *testing.T) {
+	base := t.TempDir()
+	data := filepath.Join(base, "a", "b", "c", "data")
+	p := newPagerIn(t, data, gatewayPprof(t), "")
+	status, resp := p.post(t, "/webhook/page", notification(with(alert("firing", "page", time.Now().UTC()), "fingerprint", "../../../escaped")))
+	p.h.Close(context.Background())
+	if status != 400 || !strings.Contains(resp, "alert 0") || !strings.Contains(resp, "16 lowercase hex digits") {
+		t.Errorf("fingerprint ../../../escaped: %d %s", status, resp)
+	}
+	if files := outside(t, base, data); len(files) > 0 {
+		t.Errorf("files written outside the data dir: %q", files)
+	}
+}
+
+// Even a journal edited by hand cannot make the pager serve a file from
+// outside its profiles directory.
+func TestProfilesAreServedOnlyFromTheProfilesDir(t *testing.T) {
+	base := t.TempDir()
+	data := filepath.Join(base, "data")
+	const secret = "root:x:0:0:secret"
+	if err := os.WriteFile(filepath.Join(base, "secret"), []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(data, "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "secret"), filepath.Join(data, "profiles", "link.pb.gz")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "profiles", "good.pb.gz"), []byte("pprof bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{ // incident fingerprint → profile.file
+		"0000000000000001": "../secret",
+		"0000000000000002": "profiles/../../secret",
+		"0000000000000003": filepath.Join(base, "secret"),
+		"0000000000000004": "profiles/link.pb.gz",
+		"0000000000000005": "notifications.jsonl",
+		"0000000000000006": "profiles/",
+		"0000000000000007": "profiles/good.pb.gz",
+	}
+	start := time.Date(2026, 12, 1, 3, 12, 0, 0, time.UTC)
+	var journal bytes.Buffer
+	for fp, file := range files {
+		a := store.Alert{Status: "firing", Fingerprint: fp, StartsAt: start, Labels: map[string]string{"alertname": "A", "severity": "page"}}
+		for _, r := range []store.Record{
+			{Type: "notification", At: start, Receiver: "pager-page", Alert: &a},
+			{Type: "profile", At: start, Incident: store.IncidentID(&a), Profile: &incident.Profile{File: file}},
+		} {
+			line, _ := json.Marshal(r)
+			journal.Write(append(line, '\n'))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(data, "notifications.jsonl"), journal.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := newPagerIn(t, data, "", "")
+	for fp, file := range files {
+		resp, err := http.Get(p.srv.URL + "/api/incidents/" + fp + "-" + fmt.Sprint(start.Unix()) + "/profile")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if file == "profiles/good.pb.gz" {
+			if resp.StatusCode != 200 || string(b) != "pprof bytes" {
+				t.Errorf("profile.file %q: %d %.60q, want the profile", file, resp.StatusCode, b)
+			}
+			continue
+		}
+		if resp.StatusCode/100 != 4 || strings.Contains(string(b), secret) || strings.Contains(string(b), "notification") {
+			t.Errorf("profile.file %q: %d %.60q, want 404 or 400", file, resp.StatusCode, b)
+		}
 	}
 }

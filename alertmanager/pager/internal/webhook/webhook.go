@@ -79,7 +79,7 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 		cfg: cfg,
 		mux: http.NewServeMux(),
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pager_notifications_total", Help: "Alert notifications accepted (retries excluded), by severity and status.",
+			Name: "pager_notifications_total", Help: "Alert notifications accepted (retries excluded), by severity (page, ticket or other) and status.",
 		}, []string{"severity", "status"}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pager_duplicate_notifications_total", Help: "Alert notifications dropped as repeats of ones already stored.",
@@ -89,7 +89,7 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 		}, []string{"result"}),
 	}
 	reg.MustRegister(h.notifications, h.duplicates, h.profiles)
-	for _, sev := range []string{"page", "ticket"} {
+	for _, sev := range []string{"page", "ticket", "other"} {
 		for _, st := range []string{"firing", "resolved"} {
 			h.notifications.WithLabelValues(sev, st)
 		}
@@ -226,13 +226,23 @@ func profileName(a store.Alert) (string, error) {
 	return fmt.Sprintf("%s-%d.pb.gz", a.Fingerprint, a.StartsAt.Unix()), nil
 }
 
+// severityLabel bounds the severity label of the pager's metrics: a label
+// value taken as sent would let any client add a series per request.
+func severityLabel(severity string) string {
+	switch severity {
+	case "page", "ticket":
+		return severity
+	}
+	return "other"
+}
+
 // announce is the on-call's line: PAGE, TICKET or RESOLVED.
 func (h *Handler) announce(kind string, a store.Accepted) {
 	severity := a.Alert.Labels["severity"]
 	if severity == "" {
 		severity = kind
 	}
-	h.notifications.WithLabelValues(severity, a.Alert.Status).Inc()
+	h.notifications.WithLabelValues(severityLabel(severity), a.Alert.Status).Inc()
 	msg := strings.ToUpper(severity)
 	level := zerolog.WarnLevel
 	if a.Alert.Status == "resolved" {

@@ -381,3 +381,38 @@ func TestProfilesAreServedOnlyFromTheProfilesDir(t *testing.T) {
 		}
 	}
 }
+
+// A metric label takes only values the pager knows: a client making up
+// severities must not make up series.
+func TestSeverityLabelsAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	h := New(Config{Store: st, Log: zerolog.Nop()}, reg)
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); h.Close(context.Background()); st.Close() })
+	p := &pager{srv: srv, h: h, st: st, dir: dir}
+	start := time.Now().UTC()
+	for i := range 50 {
+		sev := fmt.Sprintf("made-up-%d", i)
+		if status, body := p.post(t, "/webhook/ticket", notification(alert("firing", sev, start))); status != 200 {
+			t.Fatalf("%s: %d %s", sev, status, body)
+		}
+	}
+	p.post(t, "/webhook/page", notification(alert("firing", "page", start)))
+	p.post(t, "/webhook/ticket", notification(alert("resolved", "ticket", start)))
+	if n := testutil.CollectAndCount(h.notifications); n > 6 {
+		t.Errorf("pager_notifications_total has %d series, want at most 6 (page, ticket, other × firing, resolved)", n)
+	}
+	for _, c := range []struct {
+		severity, status string
+		want             float64
+	}{{"other", "firing", 50}, {"page", "firing", 1}, {"ticket", "resolved", 1}, {"ticket", "firing", 0}} {
+		if got := testutil.ToFloat64(h.notifications.WithLabelValues(c.severity, c.status)); got != c.want {
+			t.Errorf("pager_notifications_total{severity=%q,status=%q} = %v, want %v", c.severity, c.status, got, c.want)
+		}
+	}
+}

@@ -4,38 +4,60 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 )
 
-// NewLogger returns a JSON logger at level (debug, info, warn, error).
-func NewLogger(level, process string) (zerolog.Logger, error) {
+// NewLogger returns a JSON logger to w at level (debug, info, warn, error).
+func NewLogger(w io.Writer, level, process string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
 	if err != nil || lvl == zerolog.NoLevel {
 		return zerolog.Nop(), fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
-	return zerolog.New(os.Stderr).Level(lvl).With().Timestamp().Str("process", process).Logger(), nil
+	return zerolog.New(w).Level(lvl).With().Timestamp().Str("process", process).Logger(), nil
 }
+
+// DefaultReadTimeout bounds reading one request, headers and body, unless
+// a Server says otherwise.
+const DefaultReadTimeout = 10 * time.Second
 
 // Server is one listener of a process.
 type Server struct {
 	Name    string
 	Addr    string
 	Handler http.Handler
+	// ReadTimeout bounds reading a request's headers and body together
+	// (default DefaultReadTimeout), so a client trickling bytes cannot hold
+	// a handler. Streaming handlers must lift the deadline once they have
+	// read the body (http.ResponseController.SetReadDeadline(time.Time{})):
+	// a deadline left on the connection would end the stream when it fires.
+	ReadTimeout time.Duration
 	// Streaming servers leave WriteTimeout off: a stream's writes are
 	// bounded per flush by its handler instead.
 	Streaming bool
 }
 
-// Serve listens on every server, and on ctx's end shuts them all down,
-// letting in-flight requests finish for up to drain. It returns the first
-// listener error, or nil after a clean drain.
-func Serve(ctx context.Context, log zerolog.Logger, drain time.Duration, servers ...Server) error {
+// Drain is how a process stops once its context ends: it first answers
+// /readyz with 503 for Grace while its listeners still accept, so load
+// balancers and probes take it out of rotation before any connection is
+// refused; then the listeners close and requests in flight get up to
+// Timeout to finish.
+type Drain struct {
+	Ready   *Readiness
+	Grace   time.Duration
+	Timeout time.Duration
+}
+
+// Serve listens on every server and, once ctx ends, drains them as d says.
+// It returns the first listener error, or nil after a clean drain.
+func Serve(ctx context.Context, log zerolog.Logger, d Drain, servers ...Server) error {
 	var hs []*http.Server
 	errc := make(chan error, len(servers))
 	for _, s := range servers {
@@ -46,14 +68,22 @@ func Serve(ctx context.Context, log zerolog.Logger, drain time.Duration, servers
 			}
 			return fmt.Errorf("%s listener: %w", s.Name, err)
 		}
+		read := s.ReadTimeout
+		if read <= 0 {
+			read = DefaultReadTimeout
+		}
+		watch := watchConns(log.With().Str("listener", s.Name).Logger())
 		h := &http.Server{
-			Handler:           s.Handler,
-			ReadHeaderTimeout: 5 * time.Second,
+			Handler:           watch.handler(s.Handler),
+			ReadHeaderTimeout: min(read, 5*time.Second),
+			ReadTimeout:       read,
 			IdleTimeout:       2 * time.Minute,
 			MaxHeaderBytes:    64 << 10,
+			ConnContext:       watch.connContext,
+			ConnState:         watch.connState,
 		}
 		if !s.Streaming {
-			h.ReadTimeout, h.WriteTimeout = 30*time.Second, 2*time.Minute
+			h.WriteTimeout = 2 * time.Minute
 		}
 		hs = append(hs, h)
 		log.Info().Str("listener", s.Name).Str("addr", ln.Addr().String()).Msg("listening")
@@ -71,8 +101,22 @@ func Serve(ctx context.Context, log zerolog.Logger, drain time.Duration, servers
 		return err
 	case <-ctx.Done():
 	}
-	log.Info().Dur("drain", drain).Msg("shutting down: draining in-flight requests")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
+	if d.Ready != nil {
+		d.Ready.Drain()
+	}
+	if d.Grace > 0 {
+		log.Info().Dur("grace", d.Grace).Msg("shutting down: not ready, still accepting during the grace period")
+		select {
+		case err := <-errc:
+			for _, h := range hs {
+				h.Close()
+			}
+			return err
+		case <-time.After(d.Grace):
+		}
+	}
+	log.Info().Dur("drain", d.Timeout).Msg("shutting down: listeners closed, draining in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), d.Timeout)
 	defer cancel()
 	var firstErr error
 	for _, h := range hs {
@@ -82,4 +126,67 @@ func Serve(ctx context.Context, log zerolog.Logger, drain time.Duration, servers
 		}
 	}
 	return firstErr
+}
+
+// unfinished logs connections that close while a request on them is
+// still being read: net/http drops them silently when the read deadline
+// fires, and a slow-header client would otherwise leave no trace. A request
+// that reached its handler is the handler's to log.
+type unfinished struct {
+	log   zerolog.Logger
+	mu    sync.Mutex
+	conns map[net.Conn]*connWatch
+}
+
+type connWatch struct {
+	opened  time.Time
+	reading atomic.Bool
+}
+
+type connWatchKey struct{}
+
+func watchConns(log zerolog.Logger) *unfinished {
+	return &unfinished{log: log, conns: map[net.Conn]*connWatch{}}
+}
+
+func (u *unfinished) connContext(ctx context.Context, c net.Conn) context.Context {
+	w := &connWatch{opened: time.Now()}
+	w.reading.Store(true)
+	u.mu.Lock()
+	u.conns[c] = w
+	u.mu.Unlock()
+	return context.WithValue(ctx, connWatchKey{}, w)
+}
+
+func (u *unfinished) connState(c net.Conn, state http.ConnState) {
+	u.mu.Lock()
+	w := u.conns[c]
+	if state == http.StateClosed || state == http.StateHijacked {
+		delete(u.conns, c)
+	}
+	u.mu.Unlock()
+	if w == nil {
+		return
+	}
+	switch state {
+	case http.StateActive:
+		w.reading.Store(true)
+	case http.StateIdle:
+		w.reading.Store(false)
+	case http.StateClosed:
+		if w.reading.Load() {
+			u.log.Warn().Str("remote", c.RemoteAddr().String()).Dur("open", time.Since(w.opened).Round(time.Millisecond)).
+				Msg("connection closed before a complete request arrived (read deadline, or the client hung up)")
+		}
+	}
+}
+
+// handler marks a request as read once it reaches h.
+func (u *unfinished) handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cw, ok := r.Context().Value(connWatchKey{}).(*connWatch); ok {
+			cw.reading.Store(false)
+		}
+		h.ServeHTTP(w, r)
+	})
 }

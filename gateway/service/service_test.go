@@ -40,10 +40,10 @@ func TestEnvFillsOnlyWhatTheCommandLineLeftOut(t *testing.T) {
 }
 
 func TestNewLoggerLevels(t *testing.T) {
-	if _, err := NewLogger("WARN", "p"); err != nil {
+	if _, err := NewLogger(io.Discard, "WARN", "p"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewLogger("chatty", "p"); err == nil {
+	if _, err := NewLogger(io.Discard, "chatty", "p"); err == nil {
 		t.Fatal("unknown level accepted")
 	}
 }
@@ -61,7 +61,7 @@ func TestServeDrainsAndReportsListenErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, zerolog.Nop(), 5*time.Second, Server{Name: "t", Addr: addr, Handler: slow, Streaming: true})
+		done <- Serve(ctx, zerolog.Nop(), Drain{Timeout: 5 * time.Second}, Server{Name: "t", Addr: addr, Handler: slow, Streaming: true})
 	}()
 	var resp *http.Response
 	var err error
@@ -88,7 +88,7 @@ func TestServeDrainsAndReportsListenErrors(t *testing.T) {
 	}
 	busy, _ := net.Listen("tcp", "127.0.0.1:0")
 	defer busy.Close()
-	err = Serve(context.Background(), zerolog.Nop(), time.Second, Server{Name: "busy", Addr: busy.Addr().String(), Handler: slow})
+	err = Serve(context.Background(), zerolog.Nop(), Drain{Timeout: time.Second}, Server{Name: "busy", Addr: busy.Addr().String(), Handler: slow})
 	if err == nil || !strings.Contains(err.Error(), "busy listener") {
 		t.Fatalf("taken port: %v", err)
 	}

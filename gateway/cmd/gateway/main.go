@@ -22,11 +22,12 @@ import (
 var version = "dev"
 
 var envs = map[string]string{
-	"listen":    "GATEWAY_LISTEN",
-	"admin":     "GATEWAY_ADMIN",
-	"upstream":  "UPSTREAM_URL",
-	"tenants":   "GATEWAY_TENANTS",
-	"log-level": "LOG_LEVEL",
+	"listen":      "GATEWAY_LISTEN",
+	"admin":       "GATEWAY_ADMIN",
+	"upstream":    "UPSTREAM_URL",
+	"tenants":     "GATEWAY_TENANTS",
+	"log-level":   "LOG_LEVEL",
+	"drain-grace": "GATEWAY_DRAIN_GRACE",
 }
 
 func main() {
@@ -37,18 +38,22 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", ":8080", "public API address (POST /v1/chat/stream, /v1/chat/completions)")
-	admin := fs.String("admin", ":6060", "admin address: /metrics, /healthz, /readyz, /debug/pprof/")
+	// pprof hands out heap contents and the command line: reachable from
+	// this host only unless a deployment says otherwise.
+	admin := fs.String("admin", "127.0.0.1:6060", "admin address: /metrics, /healthz, /readyz, /debug/pprof/")
 	upstream := fs.String("upstream", "http://127.0.0.1:8081", "OpenAI-compatible base URL of the model provider")
 	tenants := fs.String("tenants", "", "API keys: `key=tenant:tokens-per-minute,…` or a file of `key tenant tokens-per-minute` lines")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	upTimeout := fs.Duration("upstream-timeout", 10*time.Second, "wait this long for the upstream's response headers, then answer 504")
 	idle := fs.Duration("upstream-idle-timeout", 30*time.Second, "end a stream whose upstream sends nothing for this long")
-	drain := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, let in-flight streams finish for this long")
+	readTimeout := fs.Duration("read-timeout", service.DefaultReadTimeout, "a request's headers and body must arrive within this long (then 408)")
+	grace := fs.Duration("drain-grace", 5*time.Second, "on SIGTERM, answer /readyz 503 but keep accepting for this long, so load balancers stop sending first")
+	drain := fs.Duration("drain-timeout", 60*time.Second, "then close the listeners and let in-flight streams finish for this long")
 	service.Usage(fs, envs, fmt.Sprintf("gateway (%s build, version %s)\n\nFlags:\n", variant, version))
 	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
-	log, err := service.NewLogger(*logLevel, "gateway")
+	log, err := service.NewLogger(stderr, *logLevel, "gateway")
 	if err != nil {
 		return err
 	}
@@ -75,10 +80,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	var ready service.Readiness
-	go func() { <-ctx.Done(); ready.Drain() }()
 	log.Info().Str("variant", variant).Str("version", version).Str("upstream", up.String()).Int("tenants", len(reg.Names())).Msg("starting")
-	return service.Serve(ctx, log, *drain,
-		service.Server{Name: "public", Addr: *listen, Handler: h, Streaming: true},
+	return service.Serve(ctx, log, service.Drain{Ready: &ready, Grace: *grace, Timeout: *drain},
+		service.Server{Name: "public", Addr: *listen, Handler: h, Streaming: true, ReadTimeout: *readTimeout},
 		service.Server{Name: "admin", Addr: *admin, Handler: service.AdminMux(metricsReg, &ready)},
 	)
 }

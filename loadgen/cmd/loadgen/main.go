@@ -73,7 +73,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	ramp := fs.Duration("ramp", 0, "raise the rate linearly from 0 over this long")
 	maxInFlight := fs.Int("max-inflight", 256, "most concurrent streams; starts beyond it are dropped and counted")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up a stream after this long")
-	admin := fs.String("admin", ":6061", "address of /metrics, /healthz and /debug/pprof/ ('' for none)")
+	admin := fs.String("admin", "127.0.0.1:6061", "address of /metrics, /healthz and /debug/pprof/ ('' for none; loopback by default: pprof reads the heap)")
 	out := fs.String("o", "", "write the report as JSON to this file")
 	name := fs.String("name", "", "name of this run in the report (e.g. baseline, fixed)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -81,7 +81,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
-	log, err := service.NewLogger(*logLevel, "loadgen")
+	log, err := service.NewLogger(stderr, *logLevel, "loadgen")
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	adminErr := make(chan error, 1)
 	if *admin != "" {
 		go func() {
-			adminErr <- service.Serve(adminCtx, log, 5*time.Second, service.Server{Name: "admin", Addr: *admin, Handler: service.AdminMux(reg, nil)})
+			adminErr <- service.Serve(adminCtx, log, service.Drain{Timeout: 5 * time.Second}, service.Server{Name: "admin", Addr: *admin, Handler: service.AdminMux(reg, nil)})
 		}()
 	} else {
 		adminErr <- nil

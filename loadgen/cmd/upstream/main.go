@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg := provider.DefaultConfig()
 	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", ":8081", "address for the API and /metrics")
+	listen := fs.String("listen", "127.0.0.1:8081", "address for the API, /metrics and /debug/pprof/ (loopback by default: pprof reads the heap)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the token streams")
 	fs.IntVar(&cfg.ShortMin, "short-min", cfg.ShortMin, "fewest events of an ordinary stream (when the request gives no max_tokens)")
@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
-	log, err := service.NewLogger(*logLevel, "upstream")
+	log, err := service.NewLogger(stderr, *logLevel, "upstream")
 	if err != nil {
 		return err
 	}
@@ -67,8 +67,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	var ready service.Readiness
-	go func() { <-ctx.Done(); ready.Drain() }()
 	mux := service.AdminMux(reg, &ready)
 	mux.Handle("/v1/", p)
-	return service.Serve(ctx, log, 30*time.Second, service.Server{Name: "api", Addr: *listen, Handler: mux, Streaming: true})
+	return service.Serve(ctx, log, service.Drain{Ready: &ready, Timeout: 30 * time.Second}, service.Server{Name: "api", Addr: *listen, Handler: mux, Streaming: true})
 }

@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
-	log, err := service.NewLogger(*logLevel, "pager")
+	log, err := service.NewLogger(stderr, *logLevel, "pager")
 	if err != nil {
 		return err
 	}
@@ -56,11 +56,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	reg := service.NewRegistry()
 	h := webhook.New(webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL}, reg)
 	var ready service.Readiness
-	go func() { <-ctx.Done(); ready.Drain() }()
 	mux := service.AdminMux(reg, &ready)
 	mux.Handle("/webhook/", h)
 	mux.Handle("/api/", h)
-	err = service.Serve(ctx, log, 10*time.Second, service.Server{Name: "pager", Addr: *listen, Handler: mux})
+	err = service.Serve(ctx, log, service.Drain{Ready: &ready, Timeout: 10 * time.Second}, service.Server{Name: "pager", Addr: *listen, Handler: mux})
 	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	h.Close(closeCtx)

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,6 +61,26 @@ func TestAcknowledgedNotificationsSurviveKill9(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&incs)
 	if len(incs) != n {
 		t.Fatalf("after kill -9: %d of %d acknowledged notifications", len(incs), n)
+	}
+}
+
+// The pager takes webhooks and serves pprof and the incidents: by default
+// only this machine may reach it. Compose and the lab say where to listen.
+func TestListensOnLoopbackByDefault(t *testing.T) {
+	var help bytes.Buffer
+	if err := run(t.Context(), []string{"-h"}, &help); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	m := regexp.MustCompile(`(?m)^  -listen\b.*\n\s+(.*) \(default "([^"]*)"\)$`).FindStringSubmatch(help.String())
+	if m == nil {
+		t.Fatalf("no -listen default in the help:\n%s", help.String())
+	}
+	host, _, err := net.SplitHostPort(m[2])
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		t.Errorf("-listen defaults to %q, want a loopback address", m[2])
+	}
+	if !strings.Contains(m[1], "loopback") {
+		t.Errorf("-listen's help does not say why it defaults to loopback: %q", m[1])
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,12 +54,18 @@ type gateway struct {
 
 func start(t *testing.T, up string, extra ...string) *gateway {
 	t.Helper()
+	return startLogged(t, up, io.Discard, extra...)
+}
+
+// startLogged starts a gateway whose log goes to logs.
+func startLogged(t *testing.T, up string, logs io.Writer, extra ...string) *gateway {
+	t.Helper()
 	g := &gateway{public: freeAddr(t), admin: freeAddr(t), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.stop = cancel
 	args := append([]string{"-listen", g.public, "-admin", g.admin, "-upstream", up,
-		"-tenants", "k=lab:100000000", "-log-level", "warn"}, extra...)
-	go func() { g.done <- run(ctx, args, io.Discard) }()
+		"-tenants", "k=lab:100000000", "-log-level", "warn", "-drain-grace", "0s"}, extra...)
+	go func() { g.done <- run(ctx, args, logs) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		resp, err := http.Get("http://" + g.admin + "/readyz")
@@ -181,5 +188,197 @@ func TestBadConfigurationIsAClearError(t *testing.T) {
 	t.Setenv("GATEWAY_TENANTS", "k=a:x")
 	if err := run(context.Background(), nil, io.Discard); err == nil || !strings.Contains(err.Error(), "tokens-per-minute") {
 		t.Errorf("GATEWAY_TENANTS is not read: %v", err)
+	}
+}
+
+// The admin listener serves pprof (heap contents, the command line): by
+// default it must be reachable from this host only.
+func TestAdminListensOnLoopbackByDefault(t *testing.T) {
+	fs := flagDefaults(t)
+	if got := fs["admin"]; !strings.HasPrefix(got, "127.0.0.1:") {
+		t.Fatalf("-admin defaults to %q, want a 127.0.0.1 address", got)
+	}
+}
+
+// flagDefaults runs -help and reads each flag's default from the usage.
+func flagDefaults(t *testing.T) map[string]string {
+	t.Helper()
+	var help strings.Builder
+	if err := run(context.Background(), []string{"-help"}, &help); err == nil {
+		t.Fatal("-help must return flag.ErrHelp")
+	}
+	defaults := map[string]string{}
+	var name string
+	for _, line := range strings.Split(help.String(), "\n") {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(line), "-"); ok {
+			name, _, _ = strings.Cut(f, " ")
+		} else if _, def, ok := strings.Cut(line, "(default "); ok && name != "" {
+			defaults[name] = strings.Trim(strings.TrimSuffix(def, ")"), `"`)
+		}
+	}
+	return defaults
+}
+
+// A client trickling its request must not hold a handler: headers and body
+// have deadlines, and the cut is logged.
+func TestSlowRequestsAreCutByReadDeadlines(t *testing.T) {
+	up := upstream(5, 0)
+	defer up.Close()
+	logs := &syncWriter{}
+	g := startLogged(t, up.URL, logs, "-read-timeout", "600ms", "-log-level", "info")
+	trickle := func(t *testing.T, head string) (string, time.Duration) {
+		c, err := net.Dial("tcp", g.public)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		begin := time.Now()
+		if _, err := io.WriteString(c, head); err != nil {
+			t.Fatal(err)
+		}
+		// One byte every 100 ms until the server gives up on us.
+		go func() {
+			for range 40 {
+				time.Sleep(100 * time.Millisecond)
+				if _, err := c.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		}()
+		b, _ := io.ReadAll(c)
+		return string(b), time.Since(begin)
+	}
+	t.Run("body", func(t *testing.T) {
+		resp, took := trickle(t, "POST /v1/chat/stream HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer k\r\nContent-Length: 1000\r\n\r\n{")
+		if !strings.HasPrefix(resp, "HTTP/1.1 408") || took > 3*time.Second {
+			t.Fatalf("after %s: %.120q, want a 408 within the read timeout", took.Round(time.Millisecond), resp)
+		}
+		waitForLog(t, logs, `"status":408`)
+	})
+	t.Run("headers", func(t *testing.T) {
+		resp, took := trickle(t, "POST /v1/chat/stream HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
+		if took > 3*time.Second {
+			t.Fatalf("a client trickling its headers held the connection for %s: %.120q", took.Round(time.Millisecond), resp)
+		}
+		waitForLog(t, logs, "connection closed before a complete request arrived")
+	})
+	// An ordinary stream still works: the deadline is lifted once the body
+	// is in, so a stream longer than the read timeout is not cut.
+	slow := upstream(20, 50*time.Millisecond)
+	defer slow.Close()
+	g2 := start(t, slow.URL, "-read-timeout", "300ms")
+	if body := g2.stream(t); !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("a 1 s stream behind a 300 ms read timeout was cut: %.200s", body)
+	}
+}
+
+// On SIGTERM the gateway first answers /readyz 503 while it still admits
+// streams (load balancers need that time to stop sending), then closes its
+// listeners and drains: no stream it admitted is cut.
+func TestDrainGraceKeepsAdmittingWhileNotReady(t *testing.T) {
+	up := upstream(30, 10*time.Millisecond)
+	defer up.Close()
+	g := start(t, up.URL, "-drain-grace", "1500ms")
+	var (
+		mu                         sync.Mutex
+		admitted, cut, afterNotRdy int
+		notReadyAt                 time.Time
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			client := &http.Client{Transport: &http.Transport{}}
+			defer client.CloseIdleConnections()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest(http.MethodPost, "http://"+g.public+"/v1/chat/stream", strings.NewReader(`{"stream":true}`))
+				req.Header.Set("Authorization", "Bearer k")
+				sent := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					time.Sleep(20 * time.Millisecond) // refused: not admitted, nothing to cut
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				if resp.StatusCode == 200 {
+					admitted++
+					if !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+						cut++
+					}
+					if !notReadyAt.IsZero() && sent.After(notReadyAt) {
+						afterNotRdy++
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	g.stop()
+	deadline := time.Now().Add(time.Second)
+	for {
+		resp, err := http.Get("http://" + g.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 503 {
+				mu.Lock()
+				notReadyAt = time.Now()
+				mu.Unlock()
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz did not turn 503 on shutdown (%v)", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-g.done; err != nil {
+		t.Fatalf("gateway exited with %v", err)
+	}
+	g.done <- nil // for start's cleanup
+	close(stop)
+	wg.Wait()
+	t.Logf("admitted %d streams, %d of them after /readyz turned 503; %d cut", admitted, afterNotRdy, cut)
+	if cut > 0 {
+		t.Errorf("%d admitted streams were cut by the shutdown", cut)
+	}
+	if afterNotRdy == 0 {
+		t.Error("no stream was admitted after /readyz turned 503: the listeners closed with no grace")
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func waitForLog(t *testing.T, logs *syncWriter, want string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for !strings.Contains(logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %q in:\n%s", want, logs)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

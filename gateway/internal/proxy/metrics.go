@@ -17,6 +17,12 @@ const (
 	OutcomeRejected       = "rejected"
 )
 
+// Values of gateway_quota_rejections_total's limit label.
+const (
+	limitTokens  = "tokens_per_minute"
+	limitStreams = "streams"
+)
+
 // TTFTBuckets include the time-to-first-token SLO threshold, 0.25 s.
 var TTFTBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
 
@@ -63,8 +69,8 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 		}, []string{"tenant"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_quota_rejections_total",
-			Help: "Requests refused with 429 because the tenant's tokens-per-minute quota was spent.",
-		}, []string{"tenant"}),
+			Help: "Requests refused with 429 by the tenant's limits: limit=tokens_per_minute (quota spent) or streams (too many in flight).",
+		}, []string{"tenant", "limit"}),
 		redactions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_redactions_total",
 			Help: "PII redacted from streams, by kind.",
@@ -86,7 +92,9 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 	reg.MustRegister(m.duration, m.ttft, m.events, m.tokens, m.rejections, m.redactions, m.upstreamErr, m.inFlight, buildInfo)
 	for _, t := range tenants {
 		m.tokens.WithLabelValues(t)
-		m.rejections.WithLabelValues(t)
+		for _, l := range []string{limitTokens, limitStreams} {
+			m.rejections.WithLabelValues(t, l)
+		}
 	}
 	for k := range redact.NumKinds {
 		m.redactions.WithLabelValues(k.String())

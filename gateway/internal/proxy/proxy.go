@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -263,11 +264,22 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, s *stream) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		switch {
+		case errors.As(err, &tooBig):
 			s.reject(w, http.StatusRequestEntityTooLarge, OutcomeRejected, "invalid_request_error", fmt.Sprintf("request body over %d bytes", tooBig.Limit))
-			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// The server's read deadline: a client trickling its body
+			// must not hold a handler.
+			s.reject(w, http.StatusRequestTimeout, OutcomeRejected, "invalid_request_error", "request body did not arrive within the read timeout")
+		default:
+			s.outcome, s.detail = OutcomeClientCanceled, "reading request: "+err.Error()
 		}
-		s.outcome, s.detail = OutcomeClientCanceled, "reading request: "+err.Error()
+		return
+	}
+	// The read deadline covered the request; a stream lasts longer, and
+	// a deadline left on the connection would cancel it when it fires.
+	if err := http.NewResponseController(w).SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.outcome, s.detail = OutcomeClientCanceled, "lifting the read deadline: "+err.Error()
 		return
 	}
 	var req chatRequest
@@ -279,13 +291,18 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, s *stream) {
 		s.reject(w, http.StatusBadRequest, OutcomeRejected, "invalid_request_error", `this gateway only streams: set "stream": true`)
 		return
 	}
-	if ok, wait := h.cfg.Tenants.Admit(t); !ok {
-		h.cfg.Metrics.rejections.WithLabelValues(t.Name).Inc()
+	release, wait, err := h.cfg.Tenants.Admit(t)
+	if err != nil {
+		limit, msg := limitTokens, fmt.Sprintf("tenant %s has spent its %d tokens per minute", t.Name, t.TokensPerMinute)
+		if errors.Is(err, tenant.ErrTooManyStreams) {
+			limit, msg = limitStreams, fmt.Sprintf("tenant %s already has %d streams in flight, its limit", t.Name, t.MaxStreams)
+		}
+		h.cfg.Metrics.rejections.WithLabelValues(t.Name, limit).Inc()
 		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		s.reject(w, http.StatusTooManyRequests, OutcomeRejected, "rate_limit_error",
-			fmt.Sprintf("tenant %s has spent its %d tokens per minute", t.Name, t.TokensPerMinute))
+		s.reject(w, http.StatusTooManyRequests, OutcomeRejected, "rate_limit_error", msg)
 		return
 	}
+	defer release()
 	h.proxy(w, r, s, body, req.MaxTokens)
 }
 
@@ -343,7 +360,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, body 
 	hdr.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	s.status = http.StatusOK
-	s.tr = h.cfg.NewTranscript(min(maxTokens, 1<<20))
+	s.tr = h.cfg.NewTranscript(maxTokens)
 	s.text, s.red, s.out = make([]byte, 0, 256), make([]byte, 0, 256), make([]byte, 0, 512)
 
 	out := newFlusher(w, h.cfg.ClientWriteTimeout)
@@ -378,6 +395,16 @@ func classifyReadError(err, cause error) string {
 	return reasonReset
 }
 
+// requestErrors are the upstream answers that blame the request itself
+// (an unknown model, a bad parameter): the client's mistake, passed back
+// as it is and recorded as rejected, so it burns no availability budget.
+// Every other 4xx — 401/403 (the gateway's own upstream credentials),
+// 408, 429 (the provider's capacity) — is the service's problem.
+var requestErrors = map[int]bool{
+	http.StatusBadRequest: true, http.StatusNotFound: true, http.StatusConflict: true,
+	http.StatusRequestEntityTooLarge: true, http.StatusUnsupportedMediaType: true, http.StatusUnprocessableEntity: true,
+}
+
 // upstreamStatus maps an upstream's non-200 answer to a client error: the
 // client learns what the upstream said, and a 429 keeps its Retry-After.
 func (h *Handler) upstreamStatus(w http.ResponseWriter, s *stream, resp *http.Response) {
@@ -387,18 +414,22 @@ func (h *Handler) upstreamStatus(w http.ResponseWriter, s *stream, resp *http.Re
 		redacted, _ := redact.Text([]byte(text))
 		msg += ": " + string(redacted)
 	}
-	s.reason = reason5xx
-	if resp.StatusCode < 500 {
+	switch code := resp.StatusCode; {
+	case requestErrors[code]:
+		s.reject(w, code, OutcomeRejected, "invalid_request_error", msg)
+	case code == http.StatusTooManyRequests:
 		s.reason = reason4xx
-	}
-	if resp.StatusCode == http.StatusTooManyRequests {
 		if ra := resp.Header.Get("Retry-After"); ra != "" {
 			w.Header().Set("Retry-After", ra)
 		}
 		s.reject(w, http.StatusTooManyRequests, OutcomeUpstreamError, "rate_limit_error", msg)
-		return
+	default:
+		s.reason = reason5xx
+		if code < 500 {
+			s.reason = reason4xx
+		}
+		s.reject(w, http.StatusBadGateway, OutcomeUpstreamError, "upstream_error", msg)
 	}
-	s.reject(w, http.StatusBadGateway, OutcomeUpstreamError, "upstream_error", msg)
 }
 
 // forward is the per-event loop. It returns nil once [DONE] is forwarded.

@@ -57,7 +57,7 @@ func newLab(t *testing.T, upstream http.HandlerFunc, tweak ...func(*Config)) *la
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
-	tenants, err := tenant.Parse("k-acme=acme:1000000,k-tiny=tiny:60")
+	tenants, err := tenant.Parse("k-acme=acme:1000000,k-tiny=tiny:60,k-pair=pair:1000000:2")
 	if err != nil {
 		t.Fatal(err)
 	}

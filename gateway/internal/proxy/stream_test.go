@@ -8,11 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"burnlab/gateway/internal/transcript"
 )
 
 func TestForwardsAStreamAndCountsIt(t *testing.T) {
@@ -129,7 +132,7 @@ func TestQuotaRejectsWith429AfterAnOverdraw(t *testing.T) {
 	if ra := second.Header.Get("Retry-After"); ra != "41" && ra != "42" {
 		t.Errorf("Retry-After = %q, want ~41 s to repay 40 tokens at 1/s", ra)
 	}
-	if n := testutil.ToFloat64(l.m.rejections.WithLabelValues("tiny")); n != 1 {
+	if n := testutil.ToFloat64(l.m.rejections.WithLabelValues("tiny", limitTokens)); n != 1 {
 		t.Errorf("quota rejections = %v", n)
 	}
 }
@@ -182,7 +185,7 @@ func TestUpstreamFailuresEndWithAClearError(t *testing.T) {
 	}{
 		{"EOF without [DONE]", sseUpstream(chunkLine("half"), ""), 200, reasonNoDone, true},
 		{"line over 1 MiB", sseUpstream(chunkLine("a"), "", huge), 200, reasonLineTooLong, true},
-		{"4xx", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad model", 404) }, 502, reason4xx, false},
+		{"4xx", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "bad upstream credentials", 403) }, 502, reason4xx, false},
 		{"5xx", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "overloaded", 503) }, 502, reason5xx, false},
 		{"not SSE", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"choices":[]}`)) }, 502, reasonContentType, false},
 		{"reset mid-stream", resetAfter(chunkLine("partial bob@exam") + "\n\n"), 200, reasonReset, true},
@@ -376,4 +379,139 @@ func readJSON(t *testing.T, r io.Reader, v any) string {
 		t.Fatalf("not JSON: %s", b)
 	}
 	return string(b)
+}
+
+// An upstream 4xx that blames the request is the client's mistake: it goes
+// back to the client as it is and burns no availability budget. The
+// upstream's own refusals (credentials, capacity) and 5xx stay
+// upstream_error.
+func TestRequestErrorsFromTheUpstreamAreRejectedNotUpstreamErrors(t *testing.T) {
+	for _, c := range []struct {
+		code, status int
+		outcome      string
+		reason       string
+	}{
+		{400, 400, OutcomeRejected, ""},
+		{404, 404, OutcomeRejected, ""},
+		{422, 422, OutcomeRejected, ""},
+		{401, 502, OutcomeUpstreamError, reason4xx},
+		{403, 502, OutcomeUpstreamError, reason4xx},
+		{429, 429, OutcomeUpstreamError, reason4xx},
+		{500, 502, OutcomeUpstreamError, reason5xx},
+		{503, 502, OutcomeUpstreamError, reason5xx},
+	} {
+		t.Run(http.StatusText(c.code), func(t *testing.T) {
+			l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, `{"error":{"message":"model 'nope' does not exist, ask bob@example.com"}}`, c.code)
+			})
+			resp := l.post(t, "k-acme", `{"model":"nope","stream":true}`)
+			var e apiError
+			raw := readJSON(t, resp.Body, &e)
+			if resp.StatusCode != c.status || e.Error.Message == "" || strings.Contains(raw, "bob@") {
+				t.Fatalf("client got %d %s, want %d with the upstream's message, redacted", resp.StatusCode, raw, c.status)
+			}
+			if got := l.outcomes(t, c.outcome); got != 1 {
+				t.Errorf("outcome %s recorded %d times, want 1", c.outcome, got)
+			}
+			for _, r := range []string{reason4xx, reason5xx} {
+				want := 0.0
+				if r == c.reason {
+					want = 1
+				}
+				if got := l.reason(r); got != want {
+					t.Errorf("upstream errors %s = %v, want %v", r, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Admission only needed a positive balance, and tokens are charged as they
+// stream, so any number of one tenant's requests were admitted at once.
+func TestConcurrentStreamsPerTenantAreLimited(t *testing.T) {
+	release := make(chan struct{})
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, chunkLine("hold")+"\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	})
+	var held []*http.Response
+	for range 2 {
+		resp := l.post(t, "k-pair", `{"stream":true}`)
+		if resp.StatusCode != 200 {
+			t.Fatalf("stream within the limit: %d", resp.StatusCode)
+		}
+		held = append(held, resp)
+	}
+	third := l.post(t, "k-pair", `{"stream":true}`)
+	var e apiError
+	raw := readJSON(t, third.Body, &e)
+	if third.StatusCode != 429 || third.Header.Get("Retry-After") == "" || !strings.Contains(e.Error.Message, "in flight") {
+		t.Fatalf("third concurrent stream: %d Retry-After=%q %s; want 429 with Retry-After", third.StatusCode, third.Header.Get("Retry-After"), raw)
+	}
+	if resp := l.post(t, "k-acme", `{"stream":true}`); resp.StatusCode != 200 {
+		t.Fatalf("another tenant is held by pair's limit: %d", resp.StatusCode)
+	}
+	if n := testutil.ToFloat64(l.m.rejections.WithLabelValues("pair", limitStreams)); n != 1 {
+		t.Errorf("stream-limit rejections = %v, want 1", n)
+	}
+	close(release)
+	io.ReadAll(held[0].Body)
+	held[0].Body.Close()
+	// The slot is freed when the handler returns, just after the client
+	// has read the end of the stream.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp := l.post(t, "k-pair", `{"stream":true}`)
+		io.ReadAll(resp.Body)
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a finished stream's slot was never freed: %d", resp.StatusCode)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// max_tokens sized the fixed transcript up front, so one request could
+// reserve 64 MiB before a byte streamed; memory must follow what streamed.
+func TestMaxTokensDoesNotReserveMemory(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 64)
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, chunkLine("hello")+"\n\n")
+		w.(http.Flusher).Flush()
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	})
+	const streams = 40
+	runtime.GC()
+	var before, during runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var resps []*http.Response
+	for range streams {
+		resps = append(resps, l.post(t, "k-acme", `{"stream":true,"max_tokens":1048576}`))
+		<-started
+	}
+	runtime.ReadMemStats(&during)
+	close(release)
+	for _, r := range resps {
+		io.ReadAll(r.Body)
+	}
+	grew := int64(during.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap grew %d KiB for %d streams asking for max_tokens 1048576", grew>>10, streams)
+	if perStream := grew / streams; perStream > int64(transcript.MaxGrowEvents*transcript.AvgEventBytes)*2 {
+		t.Fatalf("each stream holds %d KiB before streaming anything; want at most ~%d KiB", perStream>>10, transcript.MaxGrowEvents*transcript.AvgEventBytes>>10)
+	}
 }

@@ -3,12 +3,17 @@
 //
 // Configuration (GATEWAY_TENANTS / -tenants) is either an inline list,
 //
-//	sk-lab-acme=acme:600000,sk-lab-globex=globex:120000
+//	sk-lab-acme=acme:600000,sk-lab-globex=globex:120000:16
 //
 // or the path of a file with one tenant per line, `# comments` allowed:
 //
-//	# api-key        tenant  tokens-per-minute
+//	# api-key        tenant  tokens-per-minute  [max-concurrent-streams]
 //	sk-lab-acme      acme    600000
+//	sk-lab-globex    globex  120000             16
+//
+// The optional last field bounds the tenant's streams in flight at once
+// (default DefaultMaxStreams): tokens are charged as they stream, so a
+// positive balance alone would admit any number of simultaneous requests.
 //
 // A value containing '=' is an inline list; anything else is a path. Tenant
 // names label metrics, so they are limited to [a-z0-9_-], which keeps the
@@ -33,11 +38,24 @@ type Tenant struct {
 	// TokensPerMinute is the quota; tokens are counted as the gateway
 	// forwards them.
 	TokensPerMinute int
+	// MaxStreams bounds the tenant's concurrent streams.
+	MaxStreams int
 
 	mu      sync.Mutex
 	balance float64
 	last    time.Time
+	streams int
 }
+
+// DefaultMaxStreams is a tenant's concurrent-stream limit when its line
+// sets none.
+const DefaultMaxStreams = 100
+
+// Why a stream is refused.
+var (
+	ErrQuotaSpent     = errors.New("tokens-per-minute quota spent")
+	ErrTooManyStreams = errors.New("concurrent stream limit reached")
+)
 
 // Registry resolves API keys. It is safe for concurrent use.
 type Registry struct {
@@ -56,10 +74,13 @@ func Parse(spec string) (*Registry, error) {
 	}
 	if strings.Contains(spec, "=") {
 		var lines []string
-		for _, item := range strings.Split(spec, ",") {
+		for i, item := range strings.Split(spec, ",") {
+			item = strings.TrimSpace(item)
+			if strings.ContainsAny(item, " \t") {
+				return nil, fmt.Errorf("inline tenant list, entry %d: %q has spaces inside its fields", i+1, item)
+			}
 			k, rest, _ := strings.Cut(item, "=")
-			name, tpm, _ := strings.Cut(rest, ":")
-			lines = append(lines, strings.Join([]string{k, name, tpm}, " "))
+			lines = append(lines, k+" "+strings.ReplaceAll(rest, ":", " "))
 		}
 		return parseLines(lines, "inline tenant list", "entry")
 	}
@@ -90,13 +111,19 @@ func parseLines(lines []string, source, unit string) (*Registry, error) {
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) != 3 {
-			return nil, fmt.Errorf("%s, %s %d: want `api-key tenant tokens-per-minute`, got %d fields", source, unit, i+1, len(f))
+		if len(f) != 3 && len(f) != 4 {
+			return nil, fmt.Errorf("%s, %s %d: want `api-key tenant tokens-per-minute [max-concurrent-streams]`, got %d fields", source, unit, i+1, len(f))
 		}
 		key, name := f[0], f[1]
 		tpm, err := strconv.Atoi(f[2])
 		if err != nil || tpm <= 0 {
 			return nil, fmt.Errorf("%s, %s %d: tokens-per-minute must be a positive integer, got %q", source, unit, i+1, f[2])
+		}
+		streams := DefaultMaxStreams
+		if len(f) == 4 {
+			if streams, err = strconv.Atoi(f[3]); err != nil || streams <= 0 {
+				return nil, fmt.Errorf("%s, %s %d: max-concurrent-streams must be a positive integer, got %q", source, unit, i+1, f[3])
+			}
 		}
 		if !validName(name) {
 			return nil, fmt.Errorf("%s, %s %d: tenant name %q must be 1–32 characters of [a-z0-9_-]", source, unit, i+1, name)
@@ -106,10 +133,11 @@ func parseLines(lines []string, source, unit string) (*Registry, error) {
 		}
 		t := byName[name]
 		if t == nil {
-			t = &Tenant{Name: name, TokensPerMinute: tpm, balance: float64(tpm)}
+			t = &Tenant{Name: name, TokensPerMinute: tpm, MaxStreams: streams, balance: float64(tpm)}
 			byName[name] = t
-		} else if t.TokensPerMinute != tpm {
-			return nil, fmt.Errorf("%s, %s %d: tenant %s has two quotas (%d and %d)", source, unit, i+1, name, t.TokensPerMinute, tpm)
+		} else if t.TokensPerMinute != tpm || t.MaxStreams != streams {
+			return nil, fmt.Errorf("%s, %s %d: tenant %s has two quotas (%d/%d and %d/%d tokens-per-minute/streams)", source, unit, i+1, name,
+				t.TokensPerMinute, t.MaxStreams, tpm, streams)
 		}
 		r.byKey[key] = t
 	}
@@ -156,18 +184,32 @@ func (r *Registry) Authenticate(key string) (*Tenant, error) {
 	return t, nil
 }
 
-// Admit reports whether the tenant may start a stream now. A tenant whose
-// balance is spent (it may be negative: see Charge) waits retryAfter.
-func (r *Registry) Admit(t *Tenant) (ok bool, retryAfter time.Duration) {
+// Admit takes one of the tenant's stream slots if its balance is positive
+// and a slot is free; the caller calls release once the stream ends. A
+// tenant whose balance is spent (it may be negative: see Charge) waits
+// retryAfter; one at its stream limit retries in a second, since a slot
+// frees when any of its streams ends.
+func (r *Registry) Admit(t *Tenant) (release func(), retryAfter time.Duration, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r.refill(t)
-	if t.balance > 0 {
-		return true, 0
+	if t.balance <= 0 {
+		perSecond := float64(t.TokensPerMinute) / 60
+		wait := time.Duration(math.Ceil((1-t.balance)/perSecond*1000)) * time.Millisecond
+		return nil, max(wait, time.Second), ErrQuotaSpent
 	}
-	perSecond := float64(t.TokensPerMinute) / 60
-	wait := time.Duration(math.Ceil((1-t.balance)/perSecond*1000)) * time.Millisecond
-	return false, max(wait, time.Second)
+	if t.streams >= t.MaxStreams {
+		return nil, time.Second, ErrTooManyStreams
+	}
+	t.streams++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			t.streams--
+			t.mu.Unlock()
+		})
+	}, 0, nil
 }
 
 // Charge takes n forwarded tokens from the tenant's balance. A stream that

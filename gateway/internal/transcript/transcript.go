@@ -67,11 +67,19 @@ type Fixed struct {
 	b strings.Builder
 }
 
-// NewFixed returns a Fixed grown for about events events.
+// MaxGrowEvents caps the events NewFixed reserves room for. The hint is
+// the client's max_tokens, so without a cap one request could reserve 64 MiB
+// before a byte streamed; past the cap the builder grows with what arrives.
+// 16,384 events (1 MiB) keeps ordinary streams, hundreds to a few thousand
+// events, at one allocation.
+const MaxGrowEvents = 16 << 10
+
+// NewFixed returns a Fixed grown for about events events, at most
+// MaxGrowEvents.
 func NewFixed(events int) *Fixed {
 	t := &Fixed{}
 	if events > 0 {
-		t.b.Grow(events * AvgEventBytes)
+		t.b.Grow(min(events, MaxGrowEvents) * AvgEventBytes)
 	}
 	return t
 }

@@ -31,7 +31,8 @@ func main() {
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pager", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", ":5001", "address of /webhook/page, /webhook/ticket, /api/incidents and /metrics")
+	listen := fs.String("listen", "127.0.0.1:5001", "address of the webhooks, /api/incidents, /metrics and /debug/pprof: loopback by default, "+
+		"because whoever reaches it can post pages (unless -token is set) and read incidents and profiles (:5001 in a container)")
 	data := fs.String("data", "pager-data", "directory of the notification journal and captured profiles")
 	profileURL := fs.String("profile-url", "http://gateway:6060/debug/pprof/allocs", "heap profile to capture when a page fires ('' to disable)")
 	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
@@ -49,8 +50,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	if n := st.Skipped(); n > 0 {
-		log.Warn().Int("lines", n).Msg("journal lines unreadable (a write cut short by a crash, never acknowledged)")
+	if n := st.Skipped(); n > 0 || st.Cut() > 0 {
+		log.Warn().Int("lines", n).Int64("torn_bytes_cut", st.Cut()).
+			Msg("journal lines unreadable: a torn last line is a write cut short by a crash, never acknowledged, and was cut off")
 	}
 	log.Info().Str("data", *data).Int("incidents", len(st.Incidents())).Str("profile_url", *profileURL).Msg("starting")
 	reg := service.NewRegistry()

@@ -201,12 +201,8 @@ func allocateLikeTheBaseline() {
 
 func TestPageCapturesTheHeapProfile(t *testing.T) {
 	allocateLikeTheBaseline()
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	gw := httptest.NewServer(mux)
-	defer gw.Close()
-	p := newPager(t, gw.URL+"/debug/pprof/allocs", "")
-	start := time.Now().UTC()
+	p := newPager(t, gatewayPprof(t), "")
+	start := time.Now().UTC().Truncate(time.Second).Add(250 * time.Millisecond)
 	if status, _ := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
 		t.Fatal(status)
 	}
@@ -230,10 +226,31 @@ func TestPageCapturesTheHeapProfile(t *testing.T) {
 	if !strings.Contains(p.logs.String(), "PROFILE top alloc_space") {
 		t.Error("the captured profile's top functions are not logged")
 	}
-	// A ticket or a repeat of the page captures nothing more.
-	p.post(t, "/webhook/ticket", notification(alert("firing", "ticket", start)))
-	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("ok")); got != 1 {
+
+	// A ticket or a repeat of the page captures nothing more: not
+	// Alertmanager's retry of the same notification, nor the same alert
+	// sent again later with a new burn rate and its start as Prometheus
+	// restores it after a restart (whole seconds), which is stored as news
+	// on the same incident.
+	if status, body := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 || !strings.Contains(body, `"duplicates":1`) {
+		t.Fatalf("retry: %d %s", status, body)
+	}
+	later := with(alert("firing", "page", start.Truncate(time.Second)), "annotations", map[string]string{"burn_rate": "14.4x"})
+	if status, body := p.post(t, "/webhook/page", notification(later)); status != 200 || !strings.Contains(body, `"accepted":1`) {
+		t.Fatalf("repeat: %d %s", status, body)
+	}
+	if status, _ := p.post(t, "/webhook/ticket", notification(alert("firing", "ticket", start))); status != 200 {
+		t.Fatalf("ticket: %d", status)
+	}
+	p.h.Close(context.Background()) // any capture those started has finished
+	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("ok")) + testutil.ToFloat64(p.h.profiles.WithLabelValues("error")); got != 1 {
 		t.Errorf("profiles = %v, want 1", got)
+	}
+	if inc, _ := p.st.Incident(inc.ID); len(inc.Timeline) != 3 {
+		t.Errorf("the page's timeline: %+v, want firing, profile captured, firing again", inc.Timeline)
+	}
+	if n := len(p.st.Incidents()); n != 2 {
+		t.Errorf("%d incidents, want the page's and the ticket's", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package compose
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"go.yaml.in/yaml/v3"
 
 	"burnlab/loadgen/internal/lab"
@@ -490,5 +492,170 @@ func TestGrafanaIsWiredToItsMounts(t *testing.T) {
 	}
 	if pw := g.Environment["GF_SECURITY_ADMIN_PASSWORD"]; pw == nil || *pw == "" {
 		t.Error("compose gives Grafana no admin password; grafana.ini takes it from GF_SECURITY_ADMIN_PASSWORD")
+	}
+}
+
+// grafanaPinned is what the grafana.ini compose mounts must say for the
+// pinned Grafana (13.2) to start the same way every time, and offline once
+// its image is pulled. Grafana 13.2 ships the Prometheus datasource as a
+// plugin bundled in the image and, by default, at every start downloads a
+// list of plugins from grafana.com and replaces bundled ones with the
+// catalog's latest, unloading the running one first: offline, the
+// datasource is gone and every panel errors. The rest are Grafana's other
+// calls to grafana.com and gravatar.com.
+var grafanaPinned = []struct{ section, key, want string }{
+	{"plugins", "preinstall_disabled", "true"},
+	{"plugins", "preinstall_auto_update", "false"},
+	{"plugins", "public_key_retrieval_disabled", "true"},
+	{"plugins", "plugin_admin_enabled", "false"},
+	{"analytics", "reporting_enabled", "false"},
+	{"analytics", "check_for_updates", "false"},
+	{"analytics", "check_for_plugin_updates", "false"},
+	{"news", "news_feed_enabled", "false"},
+	{"security", "disable_gravatar", "true"},
+}
+
+// parseINI reads the [section] key = value lines of an ini file; lines
+// starting with # or ; are comments, and a repeated key's last value wins,
+// as with Grafana's loader. Nothing is cut from a value: a trailing comment
+// makes it no boolean, and the check fails rather than guesses.
+func parseINI(b []byte) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || line[0] == '#' || line[0] == ';':
+		case line[0] == '[' && line[len(line)-1] == ']':
+			section = strings.TrimSpace(line[1 : len(line)-1])
+		default:
+			if k, v, ok := strings.Cut(line, "="); ok {
+				if out[section] == nil {
+					out[section] = map[string]string{}
+				}
+				out[section][strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+		}
+	}
+	return out
+}
+
+// iniBool reads a boolean as Grafana's ini library (go-ini) does.
+func iniBool(s string) (value, ok bool) {
+	switch s {
+	case "1", "t", "T", "true", "TRUE", "True", "YES", "yes", "Yes", "y", "ON", "on", "On":
+		return true, true
+	case "0", "f", "F", "false", "FALSE", "False", "NO", "no", "No", "n", "OFF", "off", "Off":
+		return false, true
+	}
+	return false, false
+}
+
+// grafanaEnvKey is the variable that overrides [section] key in Grafana's
+// configuration: GF_<SECTION>_<KEY>.
+func grafanaEnvKey(section, key string) string {
+	r := strings.NewReplacer(".", "_", "-", "_")
+	return strings.ToUpper("GF_" + r.Replace(section) + "_" + r.Replace(key))
+}
+
+// pinnedFaults lists every grafanaPinned setting that Grafana, reading ini
+// under the environment env, would not have at its required value.
+func pinnedFaults(ini []byte, env map[string]string) []string {
+	cfg := parseINI(ini)
+	var out []string
+	for _, s := range grafanaPinned {
+		want, _ := iniBool(s.want)
+		from := "grafana.ini"
+		v, ok := cfg[s.section][s.key]
+		if ev, set := env[grafanaEnvKey(s.section, s.key)]; set {
+			from, v, ok = grafanaEnvKey(s.section, s.key)+" in the environment", ev, true
+		}
+		if !ok {
+			out = append(out, fmt.Sprintf("[%s] %s is not set, so Grafana's default applies; want %s", s.section, s.key, s.want))
+			continue
+		}
+		if got, isBool := iniBool(v); !isBool || got != want {
+			out = append(out, fmt.Sprintf("[%s] %s is %q from %s; want %s", s.section, s.key, v, from, s.want))
+		}
+	}
+	return out
+}
+
+// Grafana starts from the image and the grafana.ini compose mounts, with
+// nothing fetched from the internet and no plugin of the image replaced.
+func TestGrafanaStartsOfflineAsPinned(t *testing.T) {
+	ss := stages(t)
+	for _, vars := range variants {
+		p := load(t, vars...)
+		g := p.Services["grafana"]
+		// What the image's Dockerfile stage sets, then compose over it.
+		env := map[string]string{}
+		if g.Build == nil {
+			t.Fatalf("%q: grafana is not built here", vars)
+		}
+		stage, ok := ss[g.Build.Target]
+		if !ok {
+			t.Fatalf("%q: compose builds grafana from stage %q; the Dockerfile has none", vars, g.Build.Target)
+		}
+		for _, c := range stage.Commands {
+			if e, ok := c.(*instructions.EnvCommand); ok {
+				for _, kv := range e.Env {
+					env[kv.Key] = kv.Value
+				}
+			}
+		}
+		for k, v := range g.Environment {
+			env[k] = ""
+			if v != nil {
+				env[k] = *v
+			}
+		}
+		// The grafana/grafana image reads its configuration there.
+		config := "/etc/grafana/grafana.ini"
+		if c, ok := env["GF_PATHS_CONFIG"]; ok {
+			config = c
+		}
+		var source string
+		for _, v := range g.Volumes {
+			if v.Type == types.VolumeTypeBind && v.Target == config {
+				source = v.Source
+			}
+		}
+		if source == "" {
+			t.Fatalf("%q: compose mounts no file at %s, where Grafana reads its configuration", vars, config)
+		}
+		ini, err := os.ReadFile(source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range pinnedFaults(ini, env) {
+			t.Errorf("%q: %s: %s", vars, source, f)
+		}
+	}
+	// The check is live: a setting flipped, one dropped, one with a
+	// trailing comment and one overridden from the environment are each
+	// told.
+	var good strings.Builder
+	for _, s := range grafanaPinned {
+		fmt.Fprintf(&good, "[%s]\n%s = %s\n", s.section, s.key, s.want)
+	}
+	if fs := pinnedFaults([]byte(good.String()), nil); len(fs) != 0 {
+		t.Fatalf("the settings themselves: %q", fs)
+	}
+	for _, c := range []struct {
+		name, line, with string
+		env              map[string]string
+		fault            string
+	}{
+		{"flipped", "preinstall_auto_update = false", "preinstall_auto_update = true", nil, "preinstall_auto_update"},
+		{"dropped", "preinstall_disabled = true", "", nil, "preinstall_disabled"},
+		{"commented", "check_for_updates = false", "check_for_updates = false # no", nil, "check_for_updates"},
+		{"overridden", "", "", map[string]string{"GF_PLUGINS_PREINSTALL_DISABLED": "false"}, "GF_PLUGINS_PREINSTALL_DISABLED"},
+	} {
+		bad := strings.Replace(good.String(), c.line+"\n", c.with+"\n", 1)
+		fs := pinnedFaults([]byte(bad), c.env)
+		if len(fs) != 1 || !strings.Contains(fs[0], c.fault) {
+			t.Errorf("%s: faults %q, want one naming %s", c.name, fs, c.fault)
+		}
 	}
 }

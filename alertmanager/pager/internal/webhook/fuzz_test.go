@@ -1,0 +1,161 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"runtime/pprof"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"burnlab/pager/internal/store"
+)
+
+// cannedGateway answers every request with one heap profile, so a fuzzed
+// page's capture runs the whole way, file included, without a network.
+type cannedGateway []byte
+
+func (g cannedGateway) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Status: "200 OK", Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(g)), Request: r}, nil
+}
+
+var profileFile = regexp.MustCompile(`^[0-9a-f]{16}--?[0-9]+\.pb\.gz$`)
+
+// FuzzWebhookPayload feeds the webhook arbitrary bodies. It must never
+// panic nor answer 5xx (bad input is the client's: a 4xx with a reason); a
+// 2xx means every alert of the body is stored and still there after a
+// restart; a fingerprint that is not Alertmanager's is a 400; and no file
+// appears outside the data directory, nor in it but the journal and
+// profiles named by fingerprint and start.
+func FuzzWebhookPayload(f *testing.F) {
+	valid := `{"version":"4","groupKey":"{}:{}","status":"firing","receiver":"pager-page","alerts":[{"status":"firing",` +
+		`"labels":{"alertname":"LLMGatewayStreamLatencyBudgetBurn","severity":"page","sloth_slo":"stream-latency"},` +
+		`"annotations":{"burn_rate":"14.4x"},"startsAt":"2026-12-01T03:12:00.25Z","endsAt":"0001-01-01T00:00:00Z","fingerprint":"0123456789abcdef"}]}`
+	var huge strings.Builder
+	huge.WriteString(`{"version":"4","alerts":[{"status":"firing","startsAt":"2026-12-01T03:12:00Z","fingerprint":"00000000000000ff","labels":{"alertname":"A","severity":"page"`)
+	for i := range 3000 {
+		huge.WriteString(`,"l` + strings.Repeat("x", i%50) + string(rune('a'+i%26)) + `":"v"`)
+	}
+	huge.WriteString(`}}]}`)
+	for _, seed := range []string{
+		valid,
+		strings.Replace(strings.Replace(valid, `"status":"firing"`, `"status":"resolved"`, 2), `"endsAt":"0001-01-01T00:00:00Z"`, `"endsAt":"2026-12-01T03:20:00Z"`, 1),
+		strings.Replace(valid, `"severity":"page"`, `"severity":"ticket"`, 1),
+		strings.Replace(valid, `"severity":"page"`, `"severity":"crítico 🚨"`, 1),
+		strings.Replace(valid, `[{`, `[{"status":"firing","labels":{"alertname":"B","severity":"page"},"startsAt":"2026-12-01T03:12:00Z","fingerprint":"fedcba9876543210"},{`, 1),
+		strings.Replace(valid, `}]}`, `},{"status":"firing","labels":{"alertname":"LLMGatewayStreamLatencyBudgetBurn","severity":"page"},"startsAt":"2026-12-01T03:12:00.25Z","fingerprint":"0123456789abcdef"}]}`, 1),
+		valid[:len(valid)/2],
+		huge.String(),
+		strings.Replace(valid, `0123456789abcdef`, `../../../escaped`, 1),
+		strings.Replace(valid, `0123456789abcdef`, `/etc/passwd`, 1),
+		strings.Replace(valid, `0123456789abcdef`, `0123456789ABCDEF`, 1),
+		strings.Replace(valid, `0123456789abcdef`, `０１２３４５６７８９ａｂｃｄｅｆ`, 1),
+		strings.Replace(valid, `0123456789abcdef`, `0123456789abcde\u0000`, 1),
+		strings.Replace(valid, `2026-12-01T03:12:00.25Z`, `9999-12-31T23:59:59-23:59`, 1),
+		strings.Replace(valid, `2026-12-01T03:12:00.25Z`, `0001-01-01T00:00:00+23:59`, 1),
+		strings.Replace(valid, `2026-12-01T03:12:00.25Z`, `1000-01-01T00:00:00Z`, 1),
+		strings.Replace(valid, `"version":"4"`, `"version":"3"`, 1),
+		strings.Replace(valid, `"alertname":"LLMGatewayStreamLatencyBudgetBurn",`, ``, 1),
+		strings.Replace(valid, `"labels":{`, `"labels":{"alertname":"\ud800\udfff\xff",`, 1),
+		`{"version":"4","alerts":null}`,
+		`{"version":"4","alerts":[null]}`,
+		`{"version":"4","alerts":[{"labels":null}]}`,
+		`{"version":4,"alerts":{}}`,
+		`null`,
+		``,
+		`[]`,
+		`{"version":"4","alerts":[{"status":"firing","fingerprint":"0123456789abcdef","startsAt":"2026-12-01T03:12:00Z","labels":{"alertname":"A"},"annotations":{"burn_rate":"` + strings.Repeat("9", 5000) + `"}}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+
+	var prof bytes.Buffer
+	if err := pprof.Lookup("allocs").WriteTo(&prof, 0); err != nil {
+		f.Fatal(err)
+	}
+	gateway := &http.Client{Transport: cannedGateway(prof.Bytes())}
+
+	f.Fuzz(func(t *testing.T, body []byte) {
+		base := t.TempDir()
+		data := filepath.Join(base, "a", "b", "data")
+		st, err := store.Open(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := New(Config{Store: st, Log: zerolog.Nop(), ProfileURL: "http://gateway.invalid/debug/pprof/allocs", Client: gateway}, prometheus.NewRegistry())
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhook/page", bytes.NewReader(body)))
+		h.Close(context.Background())
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		status := rec.Code
+		var answer struct {
+			Error struct{ Message string }
+		}
+		json.Unmarshal(rec.Body.Bytes(), &answer)
+		switch {
+		case status/100 == 5:
+			t.Fatalf("%d for a client's body: %s", status, rec.Body)
+		case status/100 == 4 && answer.Error.Message == "":
+			t.Fatalf("%d without a reason: %s", status, rec.Body)
+		}
+
+		var p payload
+		decoded := json.Unmarshal(body, &p) == nil
+		if decoded && p.Version == "4" {
+			for _, a := range p.Alerts {
+				if a.Fingerprint != "" && !validFingerprint(a.Fingerprint) && status != 400 {
+					t.Fatalf("fingerprint %q: %d, want 400", a.Fingerprint, status)
+				}
+			}
+		}
+
+		if status/100 == 2 {
+			if !decoded || len(p.Alerts) == 0 {
+				t.Fatalf("%d for a body that is not a payload with alerts", status)
+			}
+			re, err := store.Open(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer re.Close()
+			if re.Skipped() != 0 || re.Cut() != 0 {
+				t.Fatalf("journal written by this pager: %d lines unreadable, %d bytes torn", re.Skipped(), re.Cut())
+			}
+			for i, a := range p.Alerts {
+				if _, ok := re.Incident(store.IncidentID(&a)); !ok {
+					t.Fatalf("alert %d acknowledged and not there after a restart", i)
+				}
+			}
+			if again, err := re.AddNotification("pager-page", p.Alerts, p.Alerts[0].StartsAt); err != nil || len(again) != 0 {
+				t.Fatalf("after a restart the acknowledged alerts are news again: %d, %v", len(again), err)
+			}
+		}
+
+		filepath.WalkDir(base, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, _ := filepath.Rel(data, path)
+			switch {
+			case d.IsDir():
+			case rel == "notifications.jsonl":
+			case filepath.Dir(rel) == store.ProfilesDir && profileFile.MatchString(filepath.Base(rel)):
+			default:
+				t.Fatalf("file %s created (data dir %s)", path, data)
+			}
+			return nil
+		})
+	})
+}

@@ -2,34 +2,123 @@ package chunk
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
-func TestFindContent(t *testing.T) {
+func TestScanFindsEveryTextWithItsStream(t *testing.T) {
+	type want struct {
+		text string
+		key  Key
+	}
+	content := func(choice int) Key { return Key{Choice: choice, Tool: -1, Field: Content} }
 	cases := []struct {
 		payload string
-		want    string
-		ok      bool
-		bad     bool
+		want    []want
 	}{
-		{`{"id":"c1","choices":[{"index":0,"delta":{"content":"Hello"}}]}`, `"Hello"`, true, false},
-		{`{"choices":[{"delta":{"content" : "a\"b"}}]}`, `"a\"b"`, true, false},
-		{`{"choices":[{"delta":{"role":"assistant"}}]}`, "", false, false},
-		{`{"choices":[{"delta":{"content":null}}]}`, "", false, false},
-		{`{"id":"\"content\":\"x","choices":[{"delta":{"content":"y"}}]}`, `"y"`, true, false},
-		{`{"choices":[{"delta":{"content":"unterminated`, "", false, true},
-		{"{\"content\":\"raw\ncontrol\"}", "", false, true},
+		{`{"id":"c1","choices":[{"index":0,"delta":{"content":"Hello"}}]}`, []want{{`"Hello"`, content(0)}}},
+		{`{"choices":[{"delta":{"content" : "a\"b"}}]}`, []want{{`"a\"b"`, content(0)}}},
+		{`{"choices":[{"delta":{"role":"assistant"}}]}`, nil},
+		{`{"choices":[{"delta":{"content":null}}]}`, nil},
+		{`{"id":"\"content\":\"x","choices":[{"delta":{"content":"y"}}]}`, []want{{`"y"`, content(0)}}},
+		// A key with an escaped quote ends in the bytes "content": a byte
+		// search took its value for the content and forwarded the real one.
+		{`{"a\"content":"x","choices":[{"delta":{"content":"y"}}]}`, []want{{`"y"`, content(0)}}},
+		// An escaped key is the same key to a client.
+		{`{"choices":[{"delta":{"con\u0074ent":"y"}}]}`, []want{{`"y"`, content(0)}}},
+		// n > 1: the index names the choice, wherever it stands.
+		{`{"choices":[{"delta":{"content":"a"},"index":1},{"index":0,"delta":{"content":"b"}}]}`,
+			[]want{{`"a"`, content(1)}, {`"b"`, content(0)}}},
+		{`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}`, []want{{`"a"`, content(0)}, {`"b"`, content(1)}}},
+		{`{"choices":[{"index":2,"delta":{"refusal":"no","reasoning_content":"hm","reasoning":"r"}}]}`,
+			[]want{{`"no"`, Key{2, -1, Refusal}}, {`"hm"`, Key{2, -1, Reasoning}}, {`"r"`, Key{2, -1, Reasoning}}}},
+		{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{\"a\""}},` +
+			`{"function":{"arguments":"1}"},"index":3}]}}]}`,
+			[]want{{`"{\"a\""`, Key{0, 0, Arguments}}, {`"1}"`, Key{0, 3, Arguments}}}},
+		{`{"choices":[{"index":0,"delta":{"function_call":{"arguments":"x"}}}]}`, []want{{`"x"`, Key{0, -1, Arguments}}}},
+		{`{"choices":[{"index":0,"text":"legacy"}]}`, []want{{`"legacy"`, Key{0, -1, Text}}}},
+		{`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"part"}]}}]}`, []want{{`"part"`, Key{0, -1, Text}}}},
+		{` {"content":"outside"} `, []want{{`"outside"`, Key{-1, -1, Content}}}},
 	}
+	var sc Scanner
 	for _, c := range cases {
-		s, e, ok, err := FindContent([]byte(c.payload))
-		if ok != c.ok || (err != nil) != c.bad {
-			t.Errorf("FindContent(%q) ok=%v err=%v, want ok=%v bad=%v", c.payload, ok, err, c.ok, c.bad)
+		spans, err := sc.Scan([]byte(c.payload))
+		if err != nil {
+			t.Errorf("Scan(%s): %v", c.payload, err)
 			continue
 		}
-		if ok && c.payload[s:e] != c.want {
-			t.Errorf("FindContent(%q) = %q, want %q", c.payload, c.payload[s:e], c.want)
+		var got []want
+		for _, sp := range spans {
+			got = append(got, want{c.payload[sp.Start:sp.End], sp.Key})
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("Scan(%s)\n got %v\nwant %v", c.payload, got, c.want)
 		}
 	}
+}
+
+func TestScanRefusesWhatIsNotAnOrdinaryChunk(t *testing.T) {
+	var sc Scanner
+	for payload, want := range map[string]error{
+		`{"choices":[{"delta":{"content":"unterminated`:               ErrBadString,
+		"{\"content\":\"raw\ncontrol\"}":                              ErrBadString,
+		`{"content":"bad \x escape"}`:                                 ErrBadString,
+		`{"choices":[{"index":-1,"delta":{"content":"x"}}]}`:          ErrBadIndex,
+		`{"choices":[{"index":1.5,"delta":{"content":"x"}}]}`:         ErrBadIndex,
+		`{"choices":[{"index":99999999999,"delta":{"content":"x"}}]}`: ErrBadIndex,
+		`{"choices":[{"index":"0","delta":{"content":"x"}}]}`:         ErrSyntax,
+		`{"a":1}{"b":2}`: ErrSyntax,
+		`{"a":tru}`:      ErrSyntax,
+		`{"a":01}`:       ErrSyntax,
+		`{"a":[1,]}`:     ErrSyntax,
+		``:               ErrSyntax,
+		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1):             ErrTooDeep,
+		`{"choices":[` + strings.Repeat(`{"text":"x"},`, MaxSpans) + `{"text":"x"}]}`: ErrTooMany,
+	} {
+		if _, err := sc.Scan([]byte(payload)); !errors.Is(err, want) {
+			t.Errorf("Scan(%.60s) = %v, want %v", payload, err, want)
+		}
+	}
+}
+
+// FuzzScan holds the scanner to encoding/json: it accepts exactly the valid
+// documents (within its limits), and each span it reports is a JSON string
+// that decodes.
+func FuzzScan(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi bob@example.com"}}]}`,
+		`{"choices":[{"delta":{"content":"a"},"index":1},{"index":0,"delta":{"refusal":"b"}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"{\"to\":\"x@y.io\"}"}}]}}]}`,
+		`{"a\"content":"x","choices":[{"delta":{"con\u0074ent":"y"}}]}`,
+		`{"choices":[{"delta":{"content":"\ud83d\ude42 \u00e9"}}],"usage":{"total_tokens":1e3}}`,
+		`[1,-0.5e+2,true,false,null,{}]`, `"just a string"`, `{"choices":null}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		var sc Scanner
+		spans, err := sc.Scan(payload)
+		valid := json.Valid(payload)
+		switch {
+		case errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrBadIndex):
+			return // limits of an ordinary chunk, not JSON's
+		case err == nil && !valid:
+			t.Fatalf("Scan accepted invalid JSON %q", payload)
+		case err != nil && valid:
+			t.Fatalf("Scan refused valid JSON %q: %v", payload, err)
+		}
+		for _, sp := range spans {
+			var s string
+			if err := json.Unmarshal(payload[sp.Start:sp.End], &s); err != nil {
+				t.Fatalf("span %q of %q is not a JSON string: %v", payload[sp.Start:sp.End], payload, err)
+			}
+			if _, err := AppendUnquote(nil, payload[sp.Start:sp.End]); err != nil {
+				t.Fatalf("span %q does not unquote: %v", payload[sp.Start:sp.End], err)
+			}
+		}
+	})
 }
 
 // The codec must agree with encoding/json on everything JSON can carry.

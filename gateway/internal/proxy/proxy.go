@@ -40,22 +40,23 @@ const (
 // Reasons for gateway_upstream_errors_total. The first group ends a stream;
 // the last three are repaired in place and the stream goes on.
 const (
-	reasonConnect     = "connect"
-	reasonTimeout     = "timeout"
-	reason4xx         = "status_4xx"
-	reason5xx         = "status_5xx"
-	reasonContentType = "content_type"
-	reasonReset       = "reset"
-	reasonIdle        = "idle_timeout"
-	reasonNoDone      = "eof_without_done"
-	reasonLineTooLong = "line_too_long"
-	reasonMalformed   = "malformed_line"
-	reasonInvalidJSON = "invalid_json"
-	reasonInvalidUTF8 = "invalid_utf8"
+	reasonConnect      = "connect"
+	reasonTimeout      = "timeout"
+	reason4xx          = "status_4xx"
+	reason5xx          = "status_5xx"
+	reasonContentType  = "content_type"
+	reasonReset        = "reset"
+	reasonIdle         = "idle_timeout"
+	reasonNoDone       = "eof_without_done"
+	reasonLineTooLong  = "line_too_long"
+	reasonMalformed    = "malformed_line"
+	reasonInvalidJSON  = "invalid_json"
+	reasonInvalidUTF8  = "invalid_utf8"
+	reasonTooManyTexts = "too_many_texts"
 )
 
 var allReasons = []string{reasonConnect, reasonTimeout, reason4xx, reason5xx, reasonContentType, reasonReset,
-	reasonIdle, reasonNoDone, reasonLineTooLong, reasonMalformed, reasonInvalidJSON, reasonInvalidUTF8}
+	reasonIdle, reasonNoDone, reasonLineTooLong, reasonMalformed, reasonInvalidJSON, reasonInvalidUTF8, reasonTooManyTexts}
 
 // Config is what a Handler needs. Zero durations and sizes take the
 // defaults noted on each field.
@@ -153,14 +154,47 @@ type stream struct {
 	tokens    int
 	charged   int
 	repaired  map[string]int
-	redactor  redact.Redactor
 	tr        transcript.Transcript
 
-	// Reused per event: the decoded content, its redaction, the line out.
+	// texts are the response's text streams, each redacted with its own
+	// hold-back state, in order of first appearance.
+	texts   []*textStream
+	scanner chunk.Scanner
+	// Reused per event: the decoded texts (s.ends[i] closes the i-th), a
+	// redaction, the line out.
 	text, red, out []byte
-	// The first content chunk around its content string, to carry the held
-	// redaction tail at the end of the stream in the upstream's own shape.
-	tmplHead, tmplTail []byte
+	ends           []int
+}
+
+// textStream is one text of a response that arrives over many chunks: a
+// choice's content, refusal or reasoning, or one tool call's arguments.
+// PII split across two chunks of one stream is caught by its redactor's
+// hold-back; two streams never mix.
+type textStream struct {
+	key chunk.Key
+	red redact.Redactor
+	// The last chunk that left text held back: the final release goes out
+	// in the upstream's own shape for this stream.
+	tmpl []byte
+}
+
+// maxTextStreams bounds the redaction state one response may open (n
+// choices × their fields and tool calls).
+const maxTextStreams = 64
+
+// textStream finds or opens the stream of key; nil past maxTextStreams.
+func (s *stream) textStream(key chunk.Key) *textStream {
+	for _, t := range s.texts {
+		if t.key == key {
+			return t
+		}
+	}
+	if len(s.texts) == maxTextStreams {
+		return nil
+	}
+	t := &textStream{key: key}
+	s.texts = append(s.texts, t)
+	return t
 }
 
 func (h *Handler) streamHandler(route string) http.Handler {
@@ -185,7 +219,12 @@ func (h *Handler) finish(s *stream) {
 		m.tokens.WithLabelValues(s.tenant.Name).Add(float64(s.tokens))
 		h.cfg.Tenants.Charge(s.tenant, s.tokens-s.charged)
 	}
-	counts := s.redactor.Counts()
+	var counts [redact.NumKinds]int
+	for _, t := range s.texts {
+		for k, n := range t.red.Counts() {
+			counts[k] += n
+		}
+	}
 	redactions := 0
 	for k, n := range counts {
 		if n > 0 {
@@ -485,62 +524,102 @@ func (s *stream) repair(reason string) {
 	s.repaired[reason]++
 }
 
-// dataEvent forwards one data payload: its delta content redacted (holding
-// back a tail that may still become PII), counted, and added to the
-// transcript by the build's parser.
+// dataEvent forwards one data payload with every text in it redacted
+// (each text stream holding back a tail that may still become PII),
+// counted, and added to the transcript by the build's parser. The rest of a
+// chunk (ids, model, role, finish reason, numbers) is metadata and passes
+// as it came: redacting it as text would turn a "created" timestamp into a
+// phone number and the chunk into invalid JSON.
 func (h *Handler) dataEvent(out *flusher, s *stream, payload []byte) {
-	start, end, ok, err := chunk.FindContent(payload)
-	if err == nil && ok {
-		s.text, err = chunk.AppendUnquote(s.text[:0], payload[start:end])
-	}
-	if err != nil || !ok {
-		// Only role, finish and usage chunks come here, one or two a
-		// stream, so a full validation costs nothing per token.
-		if err != nil || !json.Valid(payload) {
-			s.repair(reasonInvalidJSON)
+	spans, err := s.scanner.Scan(payload)
+	reason := reasonInvalidJSON
+	switch {
+	case err == nil:
+		if reason = s.rewrite(payload, spans); reason == "" {
+			s.emit(out)
+			return
 		}
-		// No content string to rewrite: redact the payload as plain text,
-		// so nothing unparsable carries PII past the gateway.
-		red, _ := redact.Text(payload)
-		s.out = append(append(s.out[:0], dataPrefix...), red...)
-		s.emit(out)
-		return
+	case errors.Is(err, chunk.ErrTooMany):
+		reason = reasonTooManyTexts
 	}
-	if len(s.text) > 0 {
-		s.tokens++
-		if s.ttft == 0 {
-			s.ttft = time.Since(s.start)
-		}
-	}
-	if s.tmplHead == nil {
-		s.tmplHead = append([]byte(nil), payload[:start]...)
-		s.tmplTail = append([]byte(nil), payload[end:]...)
-	}
-	s.red = s.redactor.Redact(s.red[:0], s.text)
-	s.rewrite(payload[:start], payload[end:])
+	// Not a chunk the gateway can read: redacted as plain text, so
+	// nothing unparsable carries PII past it.
+	s.repair(reason)
+	red, _ := redact.Text(payload)
+	s.out = append(append(s.out[:0], dataPrefix...), red...)
 	s.emit(out)
 }
 
 var dataPrefix = []byte("data: ")
 
-// rewrite builds the event line in s.out: the chunk around its content
-// string, with the redacted content in s.red.
-func (s *stream) rewrite(head, tail []byte) {
-	s.out = append(append(s.out[:0], dataPrefix...), head...)
-	s.out = chunk.AppendQuote(s.out, s.red)
-	s.out = append(s.out, tail...)
+// rewrite builds in s.out the event line of payload with each text span
+// redacted by its stream, or returns why it could not (a repair reason).
+func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
+	// Decode every span before any redactor sees one, so a chunk given up
+	// half-way leaves no stream holding text that was never forwarded.
+	s.text, s.ends = s.text[:0], s.ends[:0]
+	for _, sp := range spans {
+		var err error
+		if s.text, err = chunk.AppendUnquote(s.text, payload[sp.Start:sp.End]); err != nil {
+			return reasonInvalidJSON
+		}
+		if s.textStream(sp.Key) == nil {
+			return reasonTooManyTexts
+		}
+		s.ends = append(s.ends, len(s.text))
+	}
+	s.out = append(s.out[:0], dataPrefix...)
+	last, from := 0, 0
+	for i, sp := range spans {
+		t := s.textStream(sp.Key)
+		text := s.text[from:s.ends[i]]
+		from = s.ends[i]
+		if len(text) > 0 {
+			s.tokens++
+			if s.ttft == 0 {
+				s.ttft = time.Since(s.start)
+			}
+		}
+		s.red = t.red.Redact(s.red[:0], text)
+		s.out = append(s.out, payload[last:sp.Start]...)
+		s.out = chunk.AppendQuote(s.out, s.red)
+		last = sp.End
+		if t.red.Pending() {
+			t.tmpl = append(t.tmpl[:0], payload...)
+		}
+	}
+	s.out = append(s.out, payload[last:]...)
+	return ""
 }
 
-// flushTail releases the redactor's held tail as one more content event in
-// the upstream's own chunk shape.
+// flushTail releases every stream's held tail as one more event each, in
+// the shape of the last chunk that held it back, with that chunk's other
+// texts emptied: they were forwarded already.
 func (h *Handler) flushTail(out *flusher, s *stream) {
-	if !s.redactor.Pending() {
-		return
+	for _, t := range s.texts {
+		if !t.red.Pending() {
+			continue
+		}
+		s.red = t.red.Flush(s.red[:0])
+		spans, err := s.scanner.Scan(t.tmpl)
+		if err != nil { // cannot happen: tmpl is a chunk Scan accepted
+			continue
+		}
+		s.out = append(s.out[:0], dataPrefix...)
+		last := 0
+		for _, sp := range spans {
+			s.out = append(s.out, t.tmpl[last:sp.Start]...)
+			if sp.Key == t.key {
+				s.out = chunk.AppendQuote(s.out, s.red)
+			} else {
+				s.out = append(s.out, `""`...)
+			}
+			last = sp.End
+		}
+		s.out = append(s.out, t.tmpl[last:]...)
+		s.emit(out)
+		out.line(nil) // close the event the gateway made
 	}
-	s.red = s.redactor.Flush(s.red[:0])
-	s.rewrite(s.tmplHead, s.tmplTail)
-	s.emit(out)
-	out.line(nil) // close the event the gateway made
 }
 
 // emit forwards the data line in s.out and feeds it to the transcript.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -513,5 +514,110 @@ func TestMaxTokensDoesNotReserveMemory(t *testing.T) {
 	t.Logf("heap grew %d KiB for %d streams asking for max_tokens 1048576", grew>>10, streams)
 	if perStream := grew / streams; perStream > int64(transcript.MaxGrowEvents*transcript.AvgEventBytes)*2 {
 		t.Fatalf("each stream holds %d KiB before streaming anything; want at most ~%d KiB", perStream>>10, transcript.MaxGrowEvents*transcript.AvgEventBytes>>10)
+	}
+}
+
+// Every text a client can read goes through the redactor: each choice's
+// content, refusal and reasoning, and tool-call arguments, each with its
+// own hold-back so PII split across chunks of one choice is caught and two
+// choices never mix.
+func TestRedactsEveryChoiceAndEveryTextField(t *testing.T) {
+	chunk := func(body string) string {
+		return `data: {"id":"c","object":"chat.completion.chunk","choices":[` + body + `]}`
+	}
+	l := newLab(t, sseUpstream(
+		chunk(`{"index":0,"delta":{"content":"Hi, mail al"}},{"index":1,"delta":{"content":"write to bob@exa"}}`), "",
+		chunk(`{"index":1,"delta":{"content":"mple.org now"}}`), "",
+		chunk(`{"delta":{"content":"ice@example.com today"},"index":0}`), "",
+		chunk(`{"index":0,"delta":{"refusal":"I won't call +1 555 123 4567"}}`), "",
+		chunk(`{"index":1,"delta":{"reasoning_content":"card 4111 1111"}}`), "",
+		chunk(`{"index":1,"delta":{"reasoning_content":" 1111 1111 is hers"}}`), "",
+		chunk(`{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"send","arguments":"{\"to\":\"carol@exam"}}]}}`), "",
+		chunk(`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"ple.com\"}"}}]}}`), "",
+		// An escaped key is still content to a client's JSON decoder.
+		chunk(`{"index":1,"delta":{"con\u0074ent":" and dave@example.net"}}`), "",
+		// A key ending in the bytes "content": not the content.
+		`data: {"a\"content":"x","choices":[{"index":0,"delta":{"content":" or erin@example.com"}}]}`, "",
+		chunk(`{"index":1,"delta":{"content":" or frank@exam"}}`), "",
+		"data: [DONE]", ""))
+	_, body := l.stream(t)
+	for _, leak := range []string{"alice", "bob@", "555 123", "4111", "carol", "dave", "erin"} {
+		if strings.Contains(body, leak) {
+			t.Errorf("%q reached the client", leak)
+		}
+	}
+	// What a client assembles per choice and field.
+	got := map[string]string{}
+	for _, line := range strings.Split(body, "\n") {
+		payload, ok := strings.CutPrefix(line, "data: ")
+		if !ok || payload == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Index    int                        `json:"index"`
+				RawDelta map[string]json.RawMessage `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(payload), &c); err != nil {
+			t.Fatalf("the client got a line that is not JSON: %s (%v)", payload, err)
+		}
+		for _, ch := range c.Choices {
+			for field, raw := range ch.RawDelta {
+				if field == "tool_calls" {
+					var calls []struct {
+						Index    int `json:"index"`
+						Function struct {
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					}
+					json.Unmarshal(raw, &calls)
+					for _, call := range calls {
+						got[fmt.Sprintf("%d/tool%d", ch.Index, call.Index)] += call.Function.Arguments
+					}
+					continue
+				}
+				var s string
+				json.Unmarshal(raw, &s)
+				got[fmt.Sprintf("%d/%s", ch.Index, field)] += s
+			}
+		}
+	}
+	want := map[string]string{
+		"0/content": "Hi, mail [REDACTED:EMAIL] today or [REDACTED:EMAIL]",
+		"0/refusal": "I won't call [REDACTED:PHONE]",
+		"0/tool0":   `{"to":"[REDACTED:EMAIL]"}`,
+		// Held back as a possible address, released at the end as it is.
+		"1/content":           "write to [REDACTED:EMAIL] now and [REDACTED:EMAIL] or frank@exam",
+		"1/reasoning_content": "card [REDACTED:CARD] is hers",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: client assembled %q\n want %q", k, got[k], w)
+		}
+	}
+	if !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Errorf("stream did not finish:\n%s", body)
+	}
+	if n := testutil.ToFloat64(l.m.redactions.WithLabelValues("email")); n != 5 {
+		t.Errorf("email redactions = %v, want 5", n)
+	}
+}
+
+// A chunk without text is metadata: redacting it as plain text turned
+// every real provider's "created" timestamp into a phone number and the
+// chunk into invalid JSON.
+func TestChunksWithoutTextPassAsTheyCame(t *testing.T) {
+	role := `data: {"id":"chatcmpl-9x","object":"chat.completion.chunk","created":1733011200,"model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}`
+	usage := `data: {"id":"chatcmpl-9x","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5551234567}}`
+	l := newLab(t, sseUpstream(role, "", chunkLine("hi"), "", usage, "", "data: [DONE]", ""))
+	_, body := l.stream(t)
+	for _, line := range []string{role, usage} {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("metadata chunk changed on the way:\n sent %s\n got\n%s", line, body)
+		}
+	}
+	if got := l.reason(reasonInvalidJSON); got != 0 {
+		t.Errorf("valid chunks counted as invalid JSON %v times", got)
 	}
 }

@@ -1,0 +1,360 @@
+package chunk
+
+import (
+	"bytes"
+	"errors"
+)
+
+// Field is a kind of text a client shows or acts on.
+type Field uint8
+
+// The fields that carry model text. Every string under one of these keys
+// anywhere in a chunk is text: a client reads it, so it is redacted.
+const (
+	Content   Field = iota // choices[].delta.content (and message.content)
+	Refusal                // choices[].delta.refusal
+	Reasoning              // reasoning_content, reasoning
+	Arguments              // tool_calls[].function.arguments, function_call.arguments
+	Text                   // choices[].text (completions) and content parts' text
+)
+
+var fieldKeys = [...]struct {
+	key   string
+	field Field
+}{
+	{"content", Content}, {"refusal", Refusal}, {"reasoning_content", Reasoning}, {"reasoning", Reasoning},
+	{"arguments", Arguments}, {"text", Text},
+}
+
+// Key names one text stream of a response: which choice, which tool call
+// (-1 for none) and which field. Its pieces arrive over many chunks, so
+// redaction state is kept per Key.
+type Key struct {
+	Choice, Tool int
+	Field        Field
+}
+
+// Span is one text string of a chunk: the bounds of the quoted JSON string,
+// quotes included, and the stream it belongs to.
+type Span struct {
+	Start, End int
+	Key        Key
+}
+
+// Limits of what a chunk may hold; past them it is not an ordinary chunk
+// and Scan refuses it.
+const (
+	MaxDepth = 32
+	MaxSpans = 64
+)
+
+// Errors of Scan.
+var (
+	ErrSyntax   = errors.New("chunk: not a JSON document")
+	ErrTooDeep  = errors.New("chunk: nested deeper than MaxDepth")
+	ErrTooMany  = errors.New("chunk: more than MaxSpans text strings")
+	ErrBadIndex = errors.New("chunk: an index that is not a small non-negative integer")
+)
+
+// Scanner finds the text strings of chat-completion chunks. It validates
+// the whole document on the way, so a chunk it accepts is JSON, and keys
+// are compared after unescaping: "con\u0074ent" is content to a client, so
+// it is content here. A Scanner reuses its buffers; its zero value is ready.
+type Scanner struct {
+	p     []byte
+	spans []Span
+	// Per element of a choices or tool_calls array, in order of
+	// appearance: its "index" value, or -1 until one is seen.
+	choices, tools []int
+	key            []byte
+}
+
+// element roles: where in a chunk a value sits.
+type role uint8
+
+const (
+	roleOther     role = iota
+	roleTop            // the document
+	roleChoices        // the choices array
+	roleChoice         // one element of choices
+	roleToolCalls      // a tool_calls array inside a choice
+	roleTool           // one element of tool_calls
+)
+
+// where is the context of a value: its role and the choice and tool
+// elements (ordinals into Scanner.choices and .tools; -1 for none) it is in.
+type where struct {
+	role         role
+	choice, tool int
+}
+
+// Scan returns the text strings of payload in document order. The slice is
+// the Scanner's, valid until the next Scan.
+func (s *Scanner) Scan(payload []byte) ([]Span, error) {
+	s.p, s.spans, s.choices, s.tools = payload, s.spans[:0], s.choices[:0], s.tools[:0]
+	i, err := s.value(skipSpace(payload, 0), 0, where{role: roleTop, choice: -1, tool: -1})
+	if err != nil {
+		return nil, err
+	}
+	if skipSpace(payload, i) != len(payload) {
+		return nil, ErrSyntax
+	}
+	// An element's "index" may come after its text: resolve keys last. An
+	// element without one is known by its position, as a client would.
+	for k := range s.spans {
+		sp := &s.spans[k]
+		if c := sp.Key.Choice; c >= 0 {
+			sp.Key.Choice = orPosition(s.choices[c], c)
+		}
+		if t := sp.Key.Tool; t >= 0 {
+			sp.Key.Tool = orPosition(s.tools[t], t)
+		}
+	}
+	return s.spans, nil
+}
+
+func orPosition(index, ordinal int) int {
+	if index >= 0 {
+		return index
+	}
+	return ordinal
+}
+
+// value parses the value at p[i] and returns the index just past it.
+func (s *Scanner) value(i, depth int, at where) (int, error) {
+	if i >= len(s.p) {
+		return 0, ErrSyntax
+	}
+	switch c := s.p[i]; {
+	case c == '{':
+		return s.object(i, depth+1, at)
+	case c == '[':
+		return s.array(i, depth+1, at)
+	case c == '"':
+		return stringEndChecked(s.p, i)
+	case c == 't':
+		return literal(s.p, i, "true")
+	case c == 'f':
+		return literal(s.p, i, "false")
+	case c == 'n':
+		return literal(s.p, i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		return number(s.p, i)
+	}
+	return 0, ErrSyntax
+}
+
+func (s *Scanner) object(i, depth int, at where) (int, error) {
+	if depth > MaxDepth {
+		return 0, ErrTooDeep
+	}
+	i = skipSpace(s.p, i+1)
+	if i < len(s.p) && s.p[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(s.p) || s.p[i] != '"' {
+			return 0, ErrSyntax
+		}
+		kEnd, err := stringEndChecked(s.p, i)
+		if err != nil {
+			return 0, err
+		}
+		key, err := s.unquoteKey(s.p[i:kEnd])
+		if err != nil {
+			return 0, err
+		}
+		i = skipSpace(s.p, kEnd)
+		if i >= len(s.p) || s.p[i] != ':' {
+			return 0, ErrSyntax
+		}
+		i = skipSpace(s.p, i+1)
+		if i, err = s.member(key, i, depth, at); err != nil {
+			return 0, err
+		}
+		i = skipSpace(s.p, i)
+		if i >= len(s.p) {
+			return 0, ErrSyntax
+		}
+		switch s.p[i] {
+		case ',':
+			i = skipSpace(s.p, i+1)
+		case '}':
+			return i + 1, nil
+		default:
+			return 0, ErrSyntax
+		}
+	}
+}
+
+// member parses the value of key at p[i], inside an object at `at`.
+func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
+	inner := where{role: roleOther, choice: at.choice, tool: at.tool}
+	switch {
+	case at.role == roleTop && string(key) == "choices":
+		inner.role = roleChoices
+	case at.choice >= 0 && string(key) == "tool_calls":
+		inner.role = roleToolCalls
+	case (at.role == roleChoice || at.role == roleTool) && string(key) == "index":
+		n, end, err := smallInt(s.p, i)
+		if err != nil {
+			return 0, err
+		}
+		if at.role == roleChoice {
+			s.choices[at.choice] = n
+		} else {
+			s.tools[at.tool] = n
+		}
+		return end, nil
+	}
+	if i < len(s.p) && s.p[i] == '"' {
+		if f, ok := textField(key); ok {
+			end, err := stringEndChecked(s.p, i)
+			if err != nil {
+				return 0, err
+			}
+			if len(s.spans) == MaxSpans {
+				return 0, ErrTooMany
+			}
+			s.spans = append(s.spans, Span{Start: i, End: end, Key: Key{Choice: at.choice, Tool: at.tool, Field: f}})
+			return end, nil
+		}
+	}
+	return s.value(i, depth, inner)
+}
+
+func (s *Scanner) array(i, depth int, at where) (int, error) {
+	if depth > MaxDepth {
+		return 0, ErrTooDeep
+	}
+	i = skipSpace(s.p, i+1)
+	if i < len(s.p) && s.p[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		elem := where{role: roleOther, choice: at.choice, tool: at.tool}
+		switch at.role {
+		case roleChoices:
+			elem = where{role: roleChoice, choice: len(s.choices), tool: -1}
+			s.choices = append(s.choices, -1)
+		case roleToolCalls:
+			elem = where{role: roleTool, choice: at.choice, tool: len(s.tools)}
+			s.tools = append(s.tools, -1)
+		}
+		var err error
+		if i, err = s.value(i, depth, elem); err != nil {
+			return 0, err
+		}
+		i = skipSpace(s.p, i)
+		if i >= len(s.p) {
+			return 0, ErrSyntax
+		}
+		switch s.p[i] {
+		case ',':
+			i = skipSpace(s.p, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return 0, ErrSyntax
+		}
+	}
+}
+
+// unquoteKey returns a key's text: the raw bytes when it has no escape,
+// which is every key an ordinary upstream sends.
+func (s *Scanner) unquoteKey(q []byte) ([]byte, error) {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return q[1 : len(q)-1], nil
+	}
+	var err error
+	s.key, err = AppendUnquote(s.key[:0], q)
+	return s.key, err
+}
+
+func textField(key []byte) (Field, bool) {
+	for _, f := range fieldKeys {
+		if string(key) == f.key {
+			return f.field, true
+		}
+	}
+	return 0, false
+}
+
+// stringEndChecked is stringEnd that also refuses invalid escapes, so a
+// document Scan accepts is one a client can decode.
+func stringEndChecked(b []byte, i int) (int, error) {
+	end, err := stringEnd(b, i)
+	if err != nil {
+		return 0, err
+	}
+	if bytes.IndexByte(b[i:end], '\\') >= 0 {
+		var scratch [64]byte
+		if _, err := AppendUnquote(scratch[:0], b[i:end]); err != nil {
+			return 0, err
+		}
+	}
+	return end, nil
+}
+
+func literal(b []byte, i int, lit string) (int, error) {
+	if !bytes.HasPrefix(b[i:], []byte(lit)) {
+		return 0, ErrSyntax
+	}
+	return i + len(lit), nil
+}
+
+// number accepts JSON's number grammar.
+func number(b []byte, i int) (int, error) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		return i > start
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		return 0, ErrSyntax
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			return 0, ErrSyntax
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return 0, ErrSyntax
+		}
+	}
+	return i, nil
+}
+
+// smallInt reads an "index": a non-negative integer below 2^20. Anything
+// else would name a text stream no client could tell apart.
+func smallInt(b []byte, i int) (int, int, error) {
+	end, err := number(b, i)
+	if err != nil {
+		return 0, 0, err
+	}
+	n := 0
+	for _, c := range b[i:end] {
+		if c < '0' || c > '9' || n >= 1<<20 {
+			return 0, 0, ErrBadIndex
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n >= 1<<20 {
+		return 0, 0, ErrBadIndex
+	}
+	return n, end, nil
+}

@@ -3,7 +3,6 @@
 package lab
 
 import (
-	"burnlab/pager/incident"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"burnlab/pager/incident"
 )
 
 // The bounds the e2e holds the lab to: generous against the lab windows'
@@ -90,8 +91,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 	say("PAGE fired for %s/%s, %s after the load started; burn over 2m %s", page.AlertName, page.SLO, time.Since(loadStart).Round(time.Second), burn())
 	for _, other := range []string{"availability", "ttft"} {
-		if firing(t, l, other, "page") {
-			fail("the %s SLO pages too: it must stay silent", other)
+		if on, err := firing(l, other, "page"); err != nil || on {
+			fail("the %s SLO must stay silent: firing=%v (%v)", other, on, err)
 		}
 	}
 	alerts, err := l.Alerts()
@@ -101,7 +102,10 @@ func TestEndToEnd(t *testing.T) {
 	say("Prometheus /api/v1/alerts agrees: stream-latency page firing; availability and ttft silent")
 	deadline := time.Now().Add(profileWithin)
 	for {
-		inc := find(t, l, page.ID)
+		inc, err := find(l, page.ID)
+		if err != nil {
+			fail("pager: %v", err)
+		}
 		if inc.Profile != nil {
 			if inc.Profile.Error != "" {
 				fail("profile capture failed: %s", inc.Profile.Error)
@@ -145,7 +149,14 @@ func TestEndToEnd(t *testing.T) {
 		fail("switch: %v", err)
 	}
 	say("switched the gateway to fixed (%s to drain, rebuild and restart)", time.Since(switched).Round(time.Second))
-	for find(t, l, page.ID).Status != "resolved" {
+	for {
+		inc, err := find(l, page.ID)
+		if err != nil {
+			fail("pager: %v", err)
+		}
+		if inc.Status == "resolved" {
+			break
+		}
 		if time.Since(switched) > resolveWithin {
 			fail("the page did not resolve within %s of the switch (burn over 2m: %s)", resolveWithin, burn())
 		}
@@ -154,8 +165,8 @@ func TestEndToEnd(t *testing.T) {
 	resolved := time.Now()
 	say("RESOLVED %s after the switch; burn over 2m %s", resolved.Sub(switched).Round(time.Second), burn())
 	for time.Since(resolved) < fixedQuiet {
-		if inc := newPage(t, l, page.ID); inc != "" {
-			fail("a new page fired in the fixed build: %s", inc)
+		if inc, err := newPage(l, page.ID); err != nil || inc != "" {
+			fail("a new page fired in the fixed build: %q (%v)", inc, err)
 		}
 		time.Sleep(pollEvery)
 	}
@@ -174,19 +185,21 @@ func TestEndToEnd(t *testing.T) {
 	// may still be firing from a window longer than the run so far (the
 	// 48m/8m ticket pair): it was firing before the load stopped.
 	before := map[string]bool{}
-	if alerts, err := l.Alerts(); err == nil {
-		for _, a := range alerts {
-			if a.State == "firing" {
-				before[a.Labels["sloth_slo"]+"/"+a.Labels["severity"]] = true
-			}
+	alerts, err = l.Alerts()
+	if err != nil {
+		fail("alerts: %v", err)
+	}
+	for _, a := range alerts {
+		if a.State == "firing" {
+			before[a.Labels["sloth_slo"]+"/"+a.Labels["severity"]] = true
 		}
 	}
 	l.StopLoad()
 	stopped := time.Now()
 	say("load stopped (still firing from the burn: %v)", keys(before))
 	for time.Since(stopped) < idleQuiet {
-		if inc := newPage(t, l, page.ID); inc != "" {
-			fail("a page fired with no traffic: %s", inc)
+		if inc, err := newPage(l, page.ID); err != nil || inc != "" {
+			fail("a page fired with no traffic: %q (%v)", inc, err)
 		}
 		time.Sleep(pollEvery)
 	}
@@ -243,49 +256,4 @@ func dashboardQueries(t *testing.T, root string) map[string]string {
 		walk(d, filepath.Base(f))
 	}
 	return out
-}
-
-func keys(m map[string]bool) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return ks
-}
-
-func find(t *testing.T, l *Lab, id string) incident.Incident {
-	incs, err := l.Incidents()
-	if err != nil {
-		t.Logf("pager: %v", err)
-	}
-	for _, inc := range incs {
-		if inc.ID == id {
-			return inc
-		}
-	}
-	return incident.Incident{}
-}
-
-func newPage(t *testing.T, l *Lab, old string) string {
-	incs, _ := l.Incidents()
-	for _, inc := range incs {
-		if inc.Severity == "page" && inc.ID != old && inc.Status == "firing" {
-			return inc.ID + " " + inc.SLO
-		}
-	}
-	return ""
-}
-
-func firing(t *testing.T, l *Lab, slo, severity string) bool {
-	alerts, _ := l.Alerts()
-	return hasAlert(alerts, slo, severity, "firing")
-}
-
-func hasAlert(alerts []Alert, slo, severity, state string) bool {
-	for _, a := range alerts {
-		if a.Labels["sloth_slo"] == slo && a.Labels["severity"] == severity && a.State == state {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +52,35 @@ func TestConfigRefusesUnknownSettings(t *testing.T) {
 	for _, c := range []Config{{}, {Root: "/r", Dir: "/d", Variant: "nightly"}, {Root: "/r", Dir: "/d", Windows: "weekly"}} {
 		if err := c.defaults(); err == nil {
 			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+// The e2e's "nothing new fires" checks passed when the pager or Prometheus
+// was down, because they ignored read errors. Against a lab with nothing
+// listening (and one that answers 500) every check must report the error.
+func TestChecksFailWhenThePagerOrPrometheusCannotBeRead(t *testing.T) {
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	defer broken.Close()
+	dead, err := FreeAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	erring := dead
+	erring.Pager = strings.TrimPrefix(broken.URL, "http://")
+	erring.Prometheus = erring.Pager
+	for name, addrs := range map[string]Addrs{"nothing listening": dead, "500": erring} {
+		l := &Lab{cfg: Config{Addrs: addrs}}
+		if _, err := newPage(l, "old"); err == nil {
+			t.Errorf("%s: newPage found no new page instead of failing", name)
+		}
+		if _, err := find(l, "id"); err == nil {
+			t.Errorf("%s: find returned no incident instead of failing", name)
+		}
+		if _, err := firing(l, "availability", "page"); err == nil {
+			t.Errorf("%s: firing said silent instead of failing", name)
 		}
 	}
 }

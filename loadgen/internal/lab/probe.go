@@ -12,8 +12,13 @@ import (
 
 // Incidents asks the lab's pager.
 func (l *Lab) Incidents() ([]incident.Incident, error) {
+	// Not `return incs, getJSON(…, &incs)`: the spec leaves it open
+	// whether incs is read before or after the call fills it.
 	var incs []incident.Incident
-	return incs, getJSON("http://"+l.cfg.Addrs.Pager+"/api/incidents", &incs)
+	if err := getJSON("http://"+l.cfg.Addrs.Pager+"/api/incidents", &incs); err != nil {
+		return nil, err
+	}
+	return incs, nil
 }
 
 // Alert is one entry of Prometheus's /api/v1/alerts.
@@ -29,7 +34,10 @@ func (l *Lab) Alerts() ([]Alert, error) {
 			Alerts []Alert `json:"alerts"`
 		} `json:"data"`
 	}
-	return r.Data.Alerts, getJSON("http://"+l.cfg.Addrs.Prometheus+"/api/v1/alerts", &r)
+	if err := getJSON("http://"+l.cfg.Addrs.Prometheus+"/api/v1/alerts", &r); err != nil {
+		return nil, err
+	}
+	return r.Data.Alerts, nil
 }
 
 // Query evaluates an instant PromQL query on the lab's Prometheus and

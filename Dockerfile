@@ -51,9 +51,9 @@ RUN --mount=type=cache,target=/go/pkg/mod \
     go build -trimpath -o "/out/plugin/gpx_burnlab-pager-datasource_${GOOS}_${GOARCH}" ./grafana/plugin/cmd/pager-datasource
 
 # Grafana with the pager datasource. Plugins live outside /var/lib/grafana,
-# which is a volume that would keep last week's plugin past a rebuild; the
-# directory is Grafana's user's (472), so the plugins Grafana installs
-# itself at startup can still go there.
+# which is a volume that would keep last week's plugin past a rebuild. The
+# directory is Grafana's user's (472); grafana.ini turns off every plugin
+# install and update at start, so what the image holds is what runs.
 FROM grafana/grafana:13.2.0 AS grafana
 ENV GF_PATHS_PLUGINS=/var/lib/grafana-plugins
 COPY --chown=472:0 grafana/plugin/dist/plugin.json grafana/plugin/dist/module.js /var/lib/grafana-plugins/burnlab-pager-datasource/

@@ -86,9 +86,10 @@ type Config struct {
 	Log   io.Writer
 }
 
-// DefaultTenants gives the lab two tenants with quotas far above the load:
+// DefaultTenants gives the lab two tenants with quotas and stream limits far
+// above the load (the loadgen keeps at most 256 streams in flight):
 // the lab is about latency, not rate limits.
-const DefaultTenants = "sk-lab-acme=acme:1000000000,sk-lab-globex=globex:1000000000"
+const DefaultTenants = "sk-lab-acme=acme:1000000000:256,sk-lab-globex=globex:1000000000:256"
 
 // Lab is a running lab.
 type Lab struct {

@@ -370,8 +370,6 @@ func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {
 
 // getProfile serves the stored pprof profile of an incident, for
 // `go tool pprof` and the Grafana plugin's flame graph.
-// The file comes from the journal, which is read back from disk: it is
-// opened only inside the profiles directory, whatever it says.
 func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	inc, ok := h.cfg.Store.Incident(id)
@@ -390,6 +388,9 @@ func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
 }
 
+// openProfile opens an incident's profile file, which comes from the
+// journal read back from disk: only a regular file inside the profiles
+// directory, whatever the journal says.
 func (h *Handler) openProfile(file string) (*os.File, os.FileInfo, error) {
 	name, ok := strings.CutPrefix(file, store.ProfilesDir+"/")
 	if !ok || !filepath.IsLocal(name) {

@@ -30,7 +30,11 @@ test: tools ## every test: Go (vet, -race, both builds), SLO rules (drift, promt
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
 	$(GO) test -race -count=1 $(MODULES)
 	$(GO) test -race -count=1 -tags fixed ./gateway/cmd/gateway
-	$(MAKE) --no-print-directory plugin check-rules check-config check-compose e2e
+	$(MAKE) --no-print-directory load plugin check-rules check-config check-compose e2e
+
+.PHONY: load
+load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, so the figures are the gateway's)
+	$(GO) test -count=1 -v -tags 'fixed load' -run 'TestLoad|TestSlowClients' ./gateway/cmd/gateway
 
 # Prometheus, Alertmanager, promtool and amtool: the real binaries, from
 # Debian's packages (about 30 s; a Go build of Prometheus takes ~14 min).
@@ -100,10 +104,16 @@ bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./gateway/internal/proxy
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./loadgen/internal/load
 
+# -fuzzminimizetime: minimizing a large new input otherwise takes up to a
+# minute of the budget with no new executions.
+FUZZ := -run '^$$' -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 5s -parallel 1
 .PHONY: fuzz
 fuzz: ## run each fuzz target for FUZZTIME (default 30s)
-	$(GO) test -run '^$$' -fuzz FuzzReadLine -fuzztime $${FUZZTIME:-30s} ./gateway/internal/sse
-	$(GO) test -run '^$$' -fuzz FuzzRedactor -fuzztime $${FUZZTIME:-30s} ./gateway/internal/redact
+	$(GO) test $(FUZZ) -fuzz FuzzReadLine ./gateway/internal/sse
+	$(GO) test $(FUZZ) -fuzz FuzzRedactor ./gateway/internal/redact
+	$(GO) test $(FUZZ) -fuzz FuzzScan ./gateway/internal/chunk
+	$(GO) test $(FUZZ) -fuzz FuzzRewriter ./gateway/internal/proxy
+	$(GO) test $(FUZZ) -fuzz FuzzWebhookPayload ./alertmanager/pager/internal/webhook
 
 .PHONY: demo
 demo: ## the write-up's standalone repro (under 3 minutes)

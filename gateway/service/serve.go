@@ -42,6 +42,27 @@ type Server struct {
 	// Streaming servers leave WriteTimeout off: a stream's writes are
 	// bounded per flush by its handler instead.
 	Streaming bool
+	// SendBuffer, when positive, fixes each connection's kernel send buffer
+	// (SO_SNDBUF). Autotuning grows it to 4 MiB, enough to swallow a whole
+	// stream for a client that reads at 1 KB/s: the handler finishes, the
+	// kernel holds the rest, and no write deadline ever sees the client.
+	// Bounded, a slow reader blocks the handler's flush and is cut.
+	SendBuffer int
+}
+
+// sendBufferListener sets each accepted connection's send buffer.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok && err == nil {
+		// Best effort: a kernel that refuses keeps its autotuning.
+		_ = tc.SetWriteBuffer(l.size)
+	}
+	return c, err
 }
 
 // Drain is how a process stops once its context ends: it first answers
@@ -67,6 +88,9 @@ func Serve(ctx context.Context, log zerolog.Logger, d Drain, servers ...Server) 
 				h.Close()
 			}
 			return fmt.Errorf("%s listener: %w", s.Name, err)
+		}
+		if s.SendBuffer > 0 {
+			ln = sendBufferListener{ln, s.SendBuffer}
 		}
 		read := s.ReadTimeout
 		if read <= 0 {

@@ -47,6 +47,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	upTimeout := fs.Duration("upstream-timeout", 10*time.Second, "wait this long for the upstream's response headers, then answer 504")
 	idle := fs.Duration("upstream-idle-timeout", 30*time.Second, "end a stream whose upstream sends nothing for this long")
 	readTimeout := fs.Duration("read-timeout", service.DefaultReadTimeout, "a request's headers and body must arrive within this long (then 408)")
+	clientWrite := fs.Duration("client-write-timeout", 30*time.Second, "give up a stream whose client does not take a flush (up to 32 KiB) within this long")
+	sendBuffer := fs.Int("client-send-buffer", 128<<10, "kernel send buffer per client connection in bytes, so a slow reader meets the write timeout instead of a 4 MiB buffer (0: kernel autotuning)")
 	grace := fs.Duration("drain-grace", 5*time.Second, "on SIGTERM, answer /readyz 503 but keep accepting for this long, so load balancers stop sending first")
 	drain := fs.Duration("drain-timeout", 60*time.Second, "then close the listeners and let in-flight streams finish for this long")
 	service.Usage(fs, envs, fmt.Sprintf("gateway (%s build, version %s)\n\nFlags:\n", variant, version))
@@ -67,14 +69,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	metricsReg := service.NewRegistry()
 	h, err := proxy.New(proxy.Config{
-		Upstream:        up,
-		Tenants:         reg,
-		Metrics:         proxy.NewMetrics(metricsReg, variant, version, reg.Names()),
-		Log:             log,
-		Variant:         variant,
-		NewTranscript:   newTranscript,
-		UpstreamTimeout: *upTimeout,
-		IdleTimeout:     *idle,
+		Upstream:           up,
+		Tenants:            reg,
+		Metrics:            proxy.NewMetrics(metricsReg, variant, version, reg.Names()),
+		Log:                log,
+		Variant:            variant,
+		NewTranscript:      newTranscript,
+		UpstreamTimeout:    *upTimeout,
+		IdleTimeout:        *idle,
+		ClientWriteTimeout: *clientWrite,
 	})
 	if err != nil {
 		return err
@@ -82,7 +85,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var ready service.Readiness
 	log.Info().Str("variant", variant).Str("version", version).Str("upstream", up.String()).Int("tenants", len(reg.Names())).Msg("starting")
 	return service.Serve(ctx, log, service.Drain{Ready: &ready, Grace: *grace, Timeout: *drain},
-		service.Server{Name: "public", Addr: *listen, Handler: h, Streaming: true, ReadTimeout: *readTimeout},
+		service.Server{Name: "public", Addr: *listen, Handler: h, Streaming: true, ReadTimeout: *readTimeout, SendBuffer: *sendBuffer},
 		service.Server{Name: "admin", Addr: *admin, Handler: service.AdminMux(metricsReg, &ready)},
 	)
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -81,6 +82,16 @@ func Open(dir string) (*Store, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
+	}
+	// Two pagers appending to one journal would interleave their records
+	// and each cut the other's line as torn. The lock goes with the file
+	// descriptor, so kill -9 releases it.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("store: %s is in use by another pager: give each pager its own -data directory", path)
+		}
+		return nil, fmt.Errorf("store: locking %s: %w", path, err)
 	}
 	b, err := io.ReadAll(f)
 	if err != nil {

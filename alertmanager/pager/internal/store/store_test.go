@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -266,4 +267,28 @@ func TestAnAppendThatCannotBeUndoneStopsTheStore(t *testing.T) {
 	if got, err := s.AddNotification("pager-page", []Alert{page("00000000000000f2")}, start); err != nil || len(got) != 1 {
 		t.Fatalf("after the restart: %+v %v", got, err)
 	}
+}
+
+// A second pager on the same data directory would interleave its records
+// with the first's: it is refused with a clear error, and the directory is
+// free again once the first has gone, even killed (the lock dies with its
+// file descriptor).
+func TestASecondPagerOnOneDataDirIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	first, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second, err := Open(dir); err == nil || !strings.Contains(err.Error(), "in use by another pager") {
+		if second != nil {
+			second.Close()
+		}
+		t.Fatalf("second Open of one directory: %v, want a refusal", err)
+	}
+	first.Close()
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	again.Close()
 }

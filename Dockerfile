@@ -19,7 +19,7 @@ COPY . .
 # directory, owned by the nonroot user, so named volumes start writable.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    go build -trimpath -o /out/bin/healthcheck ./gateway/cmd/healthcheck && \
+    go build -trimpath -o /out/bin/healthcheck ./shared/cmd/healthcheck && \
     mkdir -p /out/data
 
 FROM build AS service-build

@@ -4,7 +4,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 GO      ?= go
-MODULES := ./gateway/... ./loadgen/... ./alertmanager/pager/... ./grafana/...
+MODULES := ./shared/... ./gateway/... ./loadgen/... ./alertmanager/pager/... ./grafana/... ./stack/...
 BIN     := bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
@@ -96,7 +96,7 @@ check-config: ## promtool check config (with each rule set) and amtool check-con
 # build with.
 .PHONY: check-compose
 check-compose: ## load docker-compose.yml with compose-go, lint the Dockerfile with buildkit, hold both to the lab
-	cd loadgen/compose && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
+	cd stack/compose && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
 
 .PHONY: bench
 bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
@@ -134,15 +134,15 @@ SLO_WINDOWS ?= lab
 
 .PHONY: lab
 lab: tools ## run the stack natively on 127.0.0.1 (real Prometheus and Alertmanager); Ctrl-C stops it
-	$(GO) run ./loadgen/cmd/lab up -variant $(GATEWAY_TAG) -windows $(SLO_WINDOWS)
+	$(GO) run ./stack/cmd/lab up -variant $(GATEWAY_TAG) -windows $(SLO_WINDOWS)
 
 .PHONY: lab-switch
 lab-switch: ## switch a running lab's gateway: make lab-switch GATEWAY_TAG=fixed
-	$(GO) run ./loadgen/cmd/lab switch -variant $(GATEWAY_TAG)
+	$(GO) run ./stack/cmd/lab switch -variant $(GATEWAY_TAG)
 
 .PHONY: e2e
 e2e: tools ## the end-to-end proof on the native lab: baseline pages, fixed resolves, idle is silent (~12 min)
-	$(GO) test -tags e2e -run TestEndToEnd -count=1 -timeout 25m -v ./loadgen/internal/lab
+	$(GO) test -tags e2e -run TestEndToEnd -count=1 -timeout 25m -v ./stack/lab
 
 # docker compose: the same stack in containers. BURNLAB_VERSION stamps the
 # images' binaries (gateway_build_info{version}).

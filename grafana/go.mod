@@ -2,10 +2,6 @@ module burnlab/grafana
 
 go 1.26.0
 
-require burnlab/gateway v0.0.0
-
-replace burnlab/gateway => ../gateway
-
 require github.com/grafana/grafana-foundation-sdk/go v0.0.22
 
 require (
@@ -22,3 +18,7 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+require burnlab/shared v0.0.0
+
+replace burnlab/shared => ../shared

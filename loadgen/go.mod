@@ -3,7 +3,6 @@ module burnlab/loadgen
 go 1.26.0
 
 require (
-	burnlab/gateway v0.0.0
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rs/zerolog v1.35.1
@@ -24,8 +23,6 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace burnlab/gateway => ../gateway
+require burnlab/shared v0.0.0
 
-require burnlab/pager v0.0.0
-
-replace burnlab/pager => ../alertmanager/pager
+replace burnlab/shared => ../shared

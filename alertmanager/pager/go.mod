@@ -1,9 +1,8 @@
-module burnlab/pager
+module burnlab/alertmanager/pager
 
 go 1.26.0
 
 require (
-	burnlab/gateway v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rs/zerolog v1.35.1
 	go.uber.org/goleak v1.3.0
@@ -24,4 +23,6 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace burnlab/gateway => ../../gateway
+require burnlab/shared v0.0.0
+
+replace burnlab/shared => ../../shared

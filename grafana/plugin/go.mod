@@ -80,6 +80,6 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-require burnlab/pager v0.0.0
+require burnlab/shared v0.0.0
 
-replace burnlab/pager => ../../alertmanager/pager
+replace burnlab/shared => ../../shared

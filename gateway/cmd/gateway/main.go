@@ -15,7 +15,7 @@ import (
 
 	"burnlab/gateway/internal/proxy"
 	"burnlab/gateway/internal/tenant"
-	"burnlab/gateway/service"
+	"burnlab/shared/service"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".

@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"burnlab/gateway/pproftop"
+	"burnlab/shared/pproftop"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

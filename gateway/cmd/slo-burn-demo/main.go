@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"burnlab/gateway/internal/repro"
-	"burnlab/gateway/service"
+	"burnlab/shared/service"
 )
 
 func main() {

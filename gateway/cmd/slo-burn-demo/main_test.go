@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"burnlab/gateway/pproftop"
+	"burnlab/shared/pproftop"
 )
 
 func TestJSONReportHasBothPhases(t *testing.T) {

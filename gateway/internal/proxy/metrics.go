@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"burnlab/gateway/internal/redact"
-	"burnlab/gateway/slo"
+	"burnlab/shared/slo"
 )
 
 // Outcomes of a stream, the only values of the `outcome` label.

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"burnlab/gateway/slo"
+	"burnlab/shared/slo"
 )
 
 // WriteJSON prints one object per phase, the contract other tools read.

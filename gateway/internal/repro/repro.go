@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"burnlab/gateway/internal/transcript"
-	"burnlab/gateway/slo"
+	"burnlab/shared/slo"
 )
 
 // Parser turns one stream's events into its transcript.

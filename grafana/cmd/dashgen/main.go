@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"burnlab/gateway/service"
+	"burnlab/shared/service"
 	"burnlab/grafana/internal/dashboard"
 )
 

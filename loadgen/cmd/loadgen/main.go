@@ -18,7 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"burnlab/gateway/service"
+	"burnlab/shared/service"
 	"burnlab/loadgen/internal/calibrate"
 	"burnlab/loadgen/internal/load"
 	"burnlab/loadgen/internal/shape"

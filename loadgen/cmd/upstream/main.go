@@ -11,7 +11,7 @@ import (
 	"os"
 	"time"
 
-	"burnlab/gateway/service"
+	"burnlab/shared/service"
 	"burnlab/loadgen/internal/provider"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"burnlab/gateway/slo"
+	"burnlab/shared/slo"
 )
 
 // TTFTBuckets match the gateway's, including the 0.25 s TTFT objective.

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"burnlab/gateway/slo"
+	"burnlab/shared/slo"
 	"burnlab/loadgen/internal/shape"
 )
 

@@ -11,9 +11,9 @@ import (
 	"os"
 	"time"
 
-	"burnlab/gateway/service"
-	"burnlab/pager/internal/store"
-	"burnlab/pager/internal/webhook"
+	"burnlab/shared/service"
+	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/alertmanager/pager/internal/webhook"
 )
 
 var envs = map[string]string{

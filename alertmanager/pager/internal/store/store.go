@@ -5,7 +5,7 @@
 package store
 
 import (
-	"burnlab/pager/incident"
+	"burnlab/shared/incident"
 	"bytes"
 	"encoding/json"
 	"errors"

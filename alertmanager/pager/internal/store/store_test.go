@@ -2,7 +2,7 @@ package store
 
 import (
 	"bufio"
-	"burnlab/pager/incident"
+	"burnlab/shared/incident"
 	"bytes"
 	"encoding/json"
 	"errors"

@@ -23,9 +23,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"burnlab/gateway/pproftop"
-	"burnlab/pager/incident"
-	"burnlab/pager/internal/store"
+	"burnlab/shared/pproftop"
+	"burnlab/shared/incident"
+	"burnlab/alertmanager/pager/internal/store"
 )
 
 // payload is Alertmanager's webhook body.

@@ -21,8 +21,8 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"burnlab/pager/incident"
-	"burnlab/pager/internal/store"
+	"burnlab/shared/incident"
+	"burnlab/alertmanager/pager/internal/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -5,7 +5,7 @@
 package pager
 
 import (
-	"burnlab/pager/incident"
+	"burnlab/shared/incident"
 	"context"
 	"encoding/json"
 	"errors"

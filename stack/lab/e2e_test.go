@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"burnlab/pager/incident"
+	"burnlab/shared/incident"
 )
 
 // The bounds the e2e holds the lab to: generous against the lab windows'
@@ -33,7 +33,7 @@ const guilty = "transcript.(*Baseline).Append"
 // baseline pages, the switch to fixed resolves the page and nothing new
 // fires, and with no traffic nothing fires at all.
 func TestEndToEnd(t *testing.T) {
-	root, _ := filepath.Abs("../../..")
+	root, _ := filepath.Abs("../..")
 	addrs, err := FreeAddrs()
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 package lab
 
 import (
-	"burnlab/pager/incident"
+	"burnlab/shared/incident"
 	"encoding/json"
 	"fmt"
 	"net/http"

@@ -1,9 +1,9 @@
-module burnlab/loadgen/compose
+module burnlab/stack/compose
 
 go 1.26.8
 
 require (
-	burnlab/loadgen v0.0.0
+	burnlab/stack v0.0.0
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/moby/buildkit v0.34.2
 	github.com/moby/patternmatcher v0.6.1
@@ -12,8 +12,7 @@ require (
 )
 
 require (
-	burnlab/gateway v0.0.0 // indirect
-	burnlab/pager v0.0.0 // indirect
+	burnlab/shared v0.0.0 // indirect
 	github.com/agext/levenshtein v1.2.3 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -83,7 +82,6 @@ require (
 // services build with if they shared go.work; run with GOWORK=off, as
 // `make check-compose` does.
 replace (
-	burnlab/gateway => ../../gateway
-	burnlab/loadgen => ..
-	burnlab/pager => ../../alertmanager/pager
+	burnlab/shared => ../../shared
+	burnlab/stack => ..
 )

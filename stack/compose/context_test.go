@@ -10,7 +10,7 @@ import (
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 
-	"burnlab/loadgen/internal/lab"
+	"burnlab/stack/lab"
 )
 
 // buildContext copies the repo as `docker build` sends it: without what
@@ -79,7 +79,7 @@ func TestBuildContextBuildsEveryImage(t *testing.T) {
 			t.Errorf("the build context holds %s: editing it would rebuild every image", f)
 		}
 	}
-	pkgs := []string{"./gateway/cmd/healthcheck", "./grafana/plugin/cmd/pager-datasource"}
+	pkgs := []string{"./shared/cmd/healthcheck", "./grafana/plugin/cmd/pager-datasource"}
 	for _, b := range lab.Binaries() {
 		pkgs = append(pkgs, b.Package)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"go.yaml.in/yaml/v3"
 
-	"burnlab/loadgen/internal/lab"
+	"burnlab/stack/lab"
 )
 
 const root = "../.."

@@ -12,7 +12,7 @@ import (
 // The lab runs the repo's own config files; rendering may change nothing
 // but the compose addresses, and must leave none of them behind.
 func TestRenderChangesOnlyAddresses(t *testing.T) {
-	root, _ := filepath.Abs("../../..")
+	root, _ := filepath.Abs("../..")
 	addrs, err := FreeAddrs()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"burnlab/pager/incident"
+	"burnlab/shared/incident"
 )
 
 // The e2e's checks. Each returns the error of reading the pager or

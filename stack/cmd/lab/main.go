@@ -17,8 +17,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"burnlab/gateway/service"
-	"burnlab/loadgen/internal/lab"
+	"burnlab/shared/service"
+	"burnlab/stack/lab"
 )
 
 var envs = map[string]string{"variant": "GATEWAY_TAG", "windows": "SLO_WINDOWS", "control": "LAB_CONTROL"}

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"burnlab/gateway/service"
+	"burnlab/shared/service"
 )
 
 // Service names, as in docker-compose.yml and prometheus.yml.

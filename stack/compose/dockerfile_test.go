@@ -14,7 +14,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 
-	"burnlab/loadgen/internal/lab"
+	"burnlab/stack/lab"
 )
 
 func stages(t *testing.T) map[string]instructions.Stage {
@@ -248,7 +248,7 @@ func TestBuildStagesShareTheStaticToolchain(t *testing.T) {
 		t.Errorf("build stage env %v: want CGO_ENABLED=0 for static binaries on distroless", env)
 	}
 	calls, out, err := goRun(t, ss["build"])
-	if err != nil || len(calls) != 1 || calls[0][len(calls[0])-1] != "./gateway/cmd/healthcheck" {
+	if err != nil || len(calls) != 1 || calls[0][len(calls[0])-1] != "./shared/cmd/healthcheck" {
 		t.Fatalf("build stage: %v, go %q\n%s", err, calls, out)
 	}
 	var plugin struct{ ID, Executable string }

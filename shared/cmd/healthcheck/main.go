@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	"burnlab/gateway/service"
+	"burnlab/shared/service"
 )
 
 func main() {

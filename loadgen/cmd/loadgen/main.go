@@ -18,10 +18,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"burnlab/shared/service"
 	"burnlab/loadgen/internal/calibrate"
 	"burnlab/loadgen/internal/load"
 	"burnlab/loadgen/internal/shape"
+	"burnlab/shared/service"
 )
 
 var envs = map[string]string{
@@ -33,6 +33,7 @@ var envs = map[string]string{
 	"rate":         "LOADGEN_RATE",
 	"duration":     "LOADGEN_DURATION",
 	"max-inflight": "LOADGEN_MAX_INFLIGHT",
+	"shard":        "LOADGEN_SHARD",
 	"log-level":    "LOG_LEVEL",
 }
 
@@ -72,6 +73,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	duration := fs.Duration("duration", time.Minute, "how long to start streams; 0 runs until stopped")
 	ramp := fs.Duration("ramp", 0, "raise the rate linearly from 0 over this long")
 	maxInFlight := fs.Int("max-inflight", 256, "most concurrent streams; starts beyond it are dropped and counted")
+	shardFlag := fs.String("shard", "", "send only shard i/N of the schedule (/N: i from "+load.JobIndexEnv+", a Kubernetes Indexed Job's); N shards together send the whole")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up a stream after this long")
 	admin := fs.String("admin", "127.0.0.1:6061", "address of /metrics, /healthz and /debug/pprof/ ('' for none; loopback by default: pprof reads the heap)")
 	out := fs.String("o", "", "write the report as JSON to this file")
@@ -101,7 +103,11 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *rate > 0 {
 		sh.Rate = *rate
 	}
-	cfg := load.Config{Target: *target, Keys: keys, Shape: sh, Duration: *duration, Ramp: *ramp, MaxInFlight: *maxInFlight, Timeout: *timeout}
+	shard, err := load.ParseShard(*shardFlag, os.Getenv(load.JobIndexEnv))
+	if err != nil {
+		return fmt.Errorf("-shard: %w", err)
+	}
+	cfg := load.Config{Target: *target, Keys: keys, Shape: sh, Duration: *duration, Ramp: *ramp, MaxInFlight: *maxInFlight, Timeout: *timeout, Shard: shard}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -119,7 +125,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	log.Info().Str("target", *target).Float64("rate", sh.Rate).Int("long_every", sh.LongEvery).Int("long_events", sh.LongEvents).
 		Int("short_min", sh.ShortMin).Int("short_max", sh.ShortMax).Bool("calibrated", calibrated).
-		Dur("duration", *duration).Int("tenants", len(keys)).Msg("starting load")
+		Dur("duration", *duration).Int("tenants", len(keys)).Stringer("shard", shard).Msg("starting load")
 
 	started := time.Now()
 	progressDone := make(chan struct{})
@@ -130,6 +136,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	<-progressDone
 
 	rep := rec.Report(*name, *target, started, time.Since(started), sh, *maxInFlight)
+	if shard.Of > 1 {
+		rep.Shard = shard.String()
+	}
 	rep.WriteText(stdout)
 	if *out != "" {
 		if err := rep.Save(*out); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,5 +144,43 @@ func TestBadInvocations(t *testing.T) {
 	t.Setenv("LOADGEN_RATE", "fast")
 	if err := run(context.Background(), []string{"-tenants", "k"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "LOADGEN_RATE") {
 		t.Errorf("bad env: %v", err)
+	}
+}
+
+// Two shards of an Indexed Job, each told only /2 and its completion
+// index, send between them what one loadgen sends.
+func TestShardsOfAJobSplitTheRun(t *testing.T) {
+	s := costly(t, 0)
+	dir := t.TempDir()
+	shapeFile := filepath.Join(dir, "shape.json")
+	shape.Shape{Rate: 40, LongEvery: 10, LongEvents: 50, ShortMin: 5, ShortMax: 10, Seed: 1}.Save(shapeFile)
+	scheduled := 0
+	for _, index := range []string{"0", "1"} {
+		t.Setenv("JOB_COMPLETION_INDEX", index)
+		t.Setenv("LOADGEN_SHARD", "/2")
+		out := filepath.Join(dir, "shard"+index+".json")
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), []string{"-target", s.URL, "-tenants", "k", "-shape", shapeFile,
+			"-duration", "500ms", "-admin", "", "-o", out, "-log-level", "error"}, &stdout, &stderr)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		var rep struct {
+			Shard     string `json:"shard"`
+			Scheduled int    `json:"scheduled"`
+		}
+		b, _ := os.ReadFile(out)
+		if err := json.Unmarshal(b, &rep); err != nil || rep.Shard != index+"/2" || !strings.Contains(stdout.String(), "shard      "+index+"/2") {
+			t.Fatalf("shard %s: report %s (%v)\n%s", index, b, err, stdout.String())
+		}
+		scheduled += rep.Scheduled
+	}
+	if scheduled != 20 {
+		t.Fatalf("the shards scheduled %d streams; one loadgen schedules 20 in 500 ms at 40/s", scheduled)
+	}
+	t.Setenv("JOB_COMPLETION_INDEX", "1")
+	t.Setenv("LOADGEN_SHARD", "0/2")
+	if err := run(context.Background(), []string{"-target", s.URL, "-tenants", "k", "-admin", ""}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "-shard") {
+		t.Fatalf("shard 0/2 in the pod of index 1: %v", err)
 	}
 }

@@ -9,19 +9,22 @@ import (
 	"slices"
 	"time"
 
-	"burnlab/shared/slo"
 	"burnlab/loadgen/internal/shape"
+	"burnlab/shared/slo"
 )
 
 // Report is the final summary of a run, written with -o as JSON and read
 // back by `loadgen compare`.
 type Report struct {
-	Name        string         `json:"name"`
-	Target      string         `json:"target"`
-	Started     time.Time      `json:"started"`
-	Seconds     float64        `json:"seconds"`
-	Shape       shape.Shape    `json:"shape"`
-	MaxInFlight int            `json:"max_inflight"`
+	Name        string      `json:"name"`
+	Target      string      `json:"target"`
+	Started     time.Time   `json:"started"`
+	Seconds     float64     `json:"seconds"`
+	Shape       shape.Shape `json:"shape"`
+	MaxInFlight int         `json:"max_inflight"`
+	// Shard is "i/N" when this run sent one shard of the schedule: its
+	// counts and rates are that shard's, the shape's rate the whole's.
+	Shard       string         `json:"shard,omitempty"`
 	Environment string         `json:"environment"`
 	Scheduled   int            `json:"scheduled"`
 	Dropped     int            `json:"dropped_starts"`
@@ -92,6 +95,9 @@ func (rep Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%s: %.0f s against %s (%s)\n", titleOr(rep.Name, "run"), rep.Seconds, rep.Target, rep.Environment)
 	fmt.Fprintf(w, "  shape      %.1f streams/s, 1 long (%d events) per %d, short %d–%d events\n",
 		rep.Shape.Rate, rep.Shape.LongEvents, rep.Shape.LongEvery, rep.Shape.ShortMin, rep.Shape.ShortMax)
+	if rep.Shard != "" {
+		fmt.Fprintf(w, "  shard      %s of the schedule (the figures below are this shard's)\n", rep.Shard)
+	}
 	fmt.Fprintf(w, "  starts     %d scheduled, %d dropped (max in flight %d)\n", rep.Scheduled, rep.Dropped, rep.MaxInFlight)
 	fmt.Fprintf(w, "  stream     p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
 		msStr(rep.Duration.P50), msStr(rep.Duration.P90), msStr(rep.Duration.P99), msStr(rep.Duration.P999), msStr(rep.Duration.Max))

@@ -34,6 +34,9 @@ type Config struct {
 	// (default: a second past Timeout, so each stream meets its own
 	// timeout first and is counted as such).
 	Grace time.Duration
+	// Shard is this loadgen's share of the schedule; the zero value sends
+	// all of it.
+	Shard Shard
 }
 
 // Validate rejects a run that cannot start.
@@ -48,6 +51,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max-inflight must be at least 1, got %d", c.MaxInFlight)
 	case c.Duration < 0 || c.Ramp < 0:
 		return errors.New("duration and ramp must not be negative")
+	}
+	if err := c.Shard.validate(); err != nil {
+		return err
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 2 * time.Minute
@@ -99,16 +105,11 @@ func Run(ctx context.Context, cfg Config, rec *Recorder) error {
 	start := time.Now()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-schedule:
-	for i := 0; ; i++ {
-		due := offset(i, cfg.Shape.Rate, cfg.Ramp)
-		if cfg.Duration > 0 && due >= cfg.Duration {
-			break
-		}
-		timer.Reset(time.Until(start.Add(due)))
+	for st := range Schedule(cfg.Shape, cfg.Ramp, cfg.Duration, cfg.Shard) {
+		timer.Reset(time.Until(start.Add(st.Due)))
 		select {
 		case <-ctx.Done():
-			break schedule
+			return finish(&wg, cfg.Grace, cancelStreams)
 		case <-timer.C:
 		}
 		select {
@@ -118,24 +119,28 @@ schedule:
 			continue
 		}
 		rec.started()
-		scheduled := start.Add(due)
-		events, long := cfg.Shape.Events(i)
-		key := cfg.Keys[i%len(cfg.Keys)]
+		scheduled := start.Add(st.Due)
+		key := cfg.Keys[st.I%len(cfg.Keys)]
 		wg.Go(func() {
 			defer func() { <-sem }()
 			sctx, cancel := context.WithCancelCause(streamCtx)
 			t := time.AfterFunc(cfg.Timeout-time.Since(scheduled), func() { cancel(errStreamTimeout) })
-			res := streamOnce(sctx, client, cfg.Target, key, events, scheduled, long)
+			res := streamOnce(sctx, client, cfg.Target, key, st.Events, scheduled, st.Long)
 			t.Stop()
 			cancel(nil)
 			rec.record(res)
 		})
 	}
+	return finish(&wg, cfg.Grace, cancelStreams)
+}
+
+// finish waits for the streams in flight, for up to grace.
+func finish(wg *sync.WaitGroup, grace time.Duration, cancelStreams context.CancelFunc) error {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(cfg.Grace):
+	case <-time.After(grace):
 		cancelStreams()
 		<-done
 	}

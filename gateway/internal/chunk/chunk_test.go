@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"burnlab/shared/openai"
 )
 
 func TestScanFindsEveryTextWithItsStream(t *testing.T) {
@@ -62,9 +64,9 @@ func TestScanFindsEveryTextWithItsStream(t *testing.T) {
 func TestScanRefusesWhatIsNotAnOrdinaryChunk(t *testing.T) {
 	var sc Scanner
 	for payload, want := range map[string]error{
-		`{"choices":[{"delta":{"content":"unterminated`:               ErrBadString,
-		"{\"content\":\"raw\ncontrol\"}":                              ErrBadString,
-		`{"content":"bad \x escape"}`:                                 ErrBadString,
+		`{"choices":[{"delta":{"content":"unterminated`:               openai.ErrBadString,
+		"{\"content\":\"raw\ncontrol\"}":                              openai.ErrBadString,
+		`{"content":"bad \x escape"}`:                                 openai.ErrBadString,
 		`{"choices":[{"index":-1,"delta":{"content":"x"}}]}`:          ErrBadIndex,
 		`{"choices":[{"index":1.5,"delta":{"content":"x"}}]}`:         ErrBadIndex,
 		`{"choices":[{"index":99999999999,"delta":{"content":"x"}}]}`: ErrBadIndex,
@@ -114,37 +116,9 @@ func FuzzScan(f *testing.F) {
 			if err := json.Unmarshal(payload[sp.Start:sp.End], &s); err != nil {
 				t.Fatalf("span %q of %q is not a JSON string: %v", payload[sp.Start:sp.End], payload, err)
 			}
-			if _, err := AppendUnquote(nil, payload[sp.Start:sp.End]); err != nil {
+			if _, err := openai.AppendUnquote(nil, payload[sp.Start:sp.End]); err != nil {
 				t.Fatalf("span %q does not unquote: %v", payload[sp.Start:sp.End], err)
 			}
 		}
 	})
-}
-
-// The codec must agree with encoding/json on everything JSON can carry.
-func TestQuoteRoundTripAgreesWithEncodingJSON(t *testing.T) {
-	for _, s := range []string{"", "plain", "quote \" back \\ slash /", "tab\tnl\ncr\r\x01\x1f", "é 日本 🙂", "bad \xff utf8"} {
-		q := AppendQuote(nil, []byte(s))
-		var viaJSON string
-		if err := json.Unmarshal(q, &viaJSON); err != nil {
-			t.Fatalf("AppendQuote(%q) = %s: not JSON: %v", s, q, err)
-		}
-		got, err := AppendUnquote(nil, q)
-		if err != nil || string(got) != viaJSON {
-			t.Errorf("round trip of %q: got %q (%v), encoding/json reads %q", s, got, err, viaJSON)
-		}
-	}
-	std, _ := json.Marshal("\u2028 🙂 \\u0041")
-	got, err := AppendUnquote(nil, []byte(`"\u00e9\ud83d\ude42\u0041\/"`))
-	if err != nil || string(got) != "é🙂A/" {
-		t.Errorf("escapes decoded to %q (%v)", got, err)
-	}
-	if _, err := AppendUnquote(nil, std); err != nil {
-		t.Errorf("AppendUnquote(%s): %v", std, err)
-	}
-	for _, bad := range []string{`"\x"`, `"\u12"`, `"abc`, `abc"`, `"\`} {
-		if _, err := AppendUnquote(nil, []byte(bad)); err == nil {
-			t.Errorf("AppendUnquote(%s) accepted a malformed string", bad)
-		}
-	}
 }

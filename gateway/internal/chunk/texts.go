@@ -1,8 +1,14 @@
+// Package chunk finds the texts of an OpenAI chat-completion chunk without
+// decoding the whole JSON document into values: encoding/json per event
+// costs 13–27x a plain reverse proxy, while the gateway only needs the
+// strings it counts and redacts.
 package chunk
 
 import (
 	"bytes"
 	"errors"
+
+	"burnlab/shared/openai"
 )
 
 // Field is a kind of text a client shows or acts on.
@@ -267,7 +273,7 @@ func (s *Scanner) unquoteKey(q []byte) ([]byte, error) {
 		return q[1 : len(q)-1], nil
 	}
 	var err error
-	s.key, err = AppendUnquote(s.key[:0], q)
+	s.key, err = openai.AppendUnquote(s.key[:0], q)
 	return s.key, err
 }
 
@@ -289,7 +295,7 @@ func stringEndChecked(b []byte, i int) (int, error) {
 	}
 	if bytes.IndexByte(b[i:end], '\\') >= 0 {
 		var scratch [64]byte
-		if _, err := AppendUnquote(scratch[:0], b[i:end]); err != nil {
+		if _, err := openai.AppendUnquote(scratch[:0], b[i:end]); err != nil {
 			return 0, err
 		}
 	}
@@ -357,4 +363,27 @@ func smallInt(b []byte, i int) (int, int, error) {
 		return 0, 0, ErrBadIndex
 	}
 	return n, end, nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the closing quote of the string
+// that opens at b[i].
+func stringEnd(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, nil
+		case c == '\\':
+			j++
+		case c < 0x20:
+			return 0, openai.ErrBadString
+		}
+	}
+	return 0, openai.ErrBadString
 }

@@ -90,15 +90,14 @@ func must(b []byte, err error) []byte {
 // rewriteAll forwards payloads as one stream and returns the data lines the
 // client got.
 func rewriteAll(t *testing.T, payloads ...string) []string {
-	h := &Handler{}
-	s := &stream{start: time.Now(), tr: transcript.NewFixed(0)}
+	s := &stream{acct: accounting{start: time.Now()}, tr: transcript.NewFixed(0)}
 	rec := httptest.NewRecorder()
 	out := newFlusher(rec, time.Second)
 	for _, p := range payloads {
-		h.dataEvent(out, s, []byte(p))
+		s.dataEvent(out, []byte(p))
 		out.line(nil)
 	}
-	h.flushTail(out, s)
+	s.flushTail(out)
 	if err := out.flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"burnlab/gateway/internal/transcript"
+	"burnlab/shared/openai"
 )
 
 func TestForwardsAStreamAndCountsIt(t *testing.T) {
@@ -91,7 +92,7 @@ func TestRejectsBeforeCallingTheUpstream(t *testing.T) {
 	}
 	for _, c := range cases {
 		resp := l.post(t, c.key, c.body)
-		var e apiError
+		var e openai.Error
 		raw := readJSON(t, resp.Body, &e)
 		if resp.StatusCode != c.status || e.Error.Type != c.kind || e.Error.Message == "" {
 			t.Errorf("%s: %d %s, want %d %s", c.name, resp.StatusCode, raw, c.status, c.kind)
@@ -406,7 +407,7 @@ func TestRequestErrorsFromTheUpstreamAreRejectedNotUpstreamErrors(t *testing.T) 
 				http.Error(w, `{"error":{"message":"model 'nope' does not exist, ask bob@example.com"}}`, c.code)
 			})
 			resp := l.post(t, "k-acme", `{"model":"nope","stream":true}`)
-			var e apiError
+			var e openai.Error
 			raw := readJSON(t, resp.Body, &e)
 			if resp.StatusCode != c.status || e.Error.Message == "" || strings.Contains(raw, "bob@") {
 				t.Fatalf("client got %d %s, want %d with the upstream's message, redacted", resp.StatusCode, raw, c.status)
@@ -450,7 +451,7 @@ func TestConcurrentStreamsPerTenantAreLimited(t *testing.T) {
 		held = append(held, resp)
 	}
 	third := l.post(t, "k-pair", `{"stream":true}`)
-	var e apiError
+	var e openai.Error
 	raw := readJSON(t, third.Body, &e)
 	if third.StatusCode != 429 || third.Header.Get("Retry-After") == "" || !strings.Contains(e.Error.Message, "in flight") {
 		t.Fatalf("third concurrent stream: %d Retry-After=%q %s; want 429 with Retry-After", third.StatusCode, third.Header.Get("Retry-After"), raw)

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"os"
 
-	"burnlab/shared/service"
 	"burnlab/grafana/internal/dashboard"
+	"burnlab/shared/service"
 )
 
 func main() {

@@ -11,8 +11,8 @@ import (
 	"os"
 	"time"
 
-	"burnlab/shared/service"
 	"burnlab/loadgen/internal/provider"
+	"burnlab/shared/service"
 )
 
 var envs = map[string]string{

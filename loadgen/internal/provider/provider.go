@@ -19,6 +19,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"burnlab/shared/openai"
 )
 
 // Faults are injected with these probabilities per stream; all zero by
@@ -249,7 +251,7 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand
 		default:
 			tok = vocabulary[rng.IntN(len(vocabulary))]
 		}
-		line = appendString(append(line[:0], head...), tok)
+		line = openai.AppendQuote(append(line[:0], head...), []byte(tok))
 		line = append(line, "}}]}\n\n"...)
 		if _, err := bw.Write(line); err != nil {
 			return sent, err
@@ -287,9 +289,7 @@ func (p *Provider) complete(w http.ResponseWriter, rng *rand.Rand, id string, le
 
 func (p *Provider) fail(w http.ResponseWriter, status int, kind, msg string) {
 	p.requestsTotal.WithLabelValues(strconv.Itoa(status)).Inc()
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg, "type": kind}})
+	openai.WriteError(w, status, kind, msg)
 }
 
 func sleep(r *http.Request, d time.Duration) bool {
@@ -314,23 +314,4 @@ func reset(w http.ResponseWriter) error {
 	}
 	conn.Close()
 	return errReset
-}
-
-// appendString appends s as a JSON string; tokens are ASCII, so only the
-// quote, the backslash and control characters need escaping.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c < 0x20:
-			dst = append(dst, fmt.Sprintf(`\u%04x`, c)...)
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"')
 }

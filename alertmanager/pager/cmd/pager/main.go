@@ -11,9 +11,9 @@ import (
 	"os"
 	"time"
 
-	"burnlab/shared/service"
 	"burnlab/alertmanager/pager/internal/store"
 	"burnlab/alertmanager/pager/internal/webhook"
+	"burnlab/shared/service"
 )
 
 var envs = map[string]string{

@@ -23,9 +23,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"burnlab/shared/pproftop"
-	"burnlab/shared/incident"
 	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/shared/incident"
+	"burnlab/shared/openai"
+	"burnlab/shared/pproftop"
 )
 
 // payload is Alertmanager's webhook body.
@@ -118,10 +119,16 @@ func (h *Handler) Close(ctx context.Context) {
 	}
 }
 
+// fail answers in the error shape every burnlab process uses (OpenAI's).
 func fail(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg}})
+	kind := "invalid_request_error"
+	switch {
+	case status == http.StatusUnauthorized:
+		kind = "authentication_error"
+	case status >= 500:
+		kind = "server_error"
+	}
+	openai.WriteError(w, status, kind, msg)
 }
 
 func (h *Handler) webhook(kind string) http.HandlerFunc {

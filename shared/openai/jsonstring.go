@@ -1,8 +1,4 @@
-// Package chunk finds and rewrites the texts of an OpenAI chat-completion
-// chunk without decoding the whole JSON document into values: encoding/json
-// per event costs 13–27x a plain reverse proxy, while the gateway only needs
-// the strings it counts and redacts.
-package chunk
+package openai
 
 import (
 	"errors"
@@ -12,30 +8,7 @@ import (
 
 // ErrBadString is returned for a JSON string that is unterminated or holds
 // an invalid escape or a raw control character.
-var ErrBadString = errors.New("chunk: malformed JSON string")
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the closing quote of the string
-// that opens at b[i].
-func stringEnd(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			return j + 1, nil
-		case c == '\\':
-			j++
-		case c < 0x20:
-			return 0, ErrBadString
-		}
-	}
-	return 0, ErrBadString
-}
+var ErrBadString = errors.New("openai: malformed JSON string")
 
 // AppendUnquote appends the text of the quoted JSON string q to dst.
 func AppendUnquote(dst, q []byte) ([]byte, error) {

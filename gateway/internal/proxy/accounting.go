@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"burnlab/gateway/internal/redact"
+	"burnlab/gateway/internal/tenant"
+)
+
+// accounting is what a stream counts as it goes: events forwarded, tokens
+// (charged to its tenant as they stream), the first token's time, and the
+// upstream's faults it repaired.
+type accounting struct {
+	start          time.Time
+	tenants        *tenant.Registry
+	tenant         *tenant.Tenant
+	events, tokens int
+	charged        int
+	ttft           time.Duration
+	repaired       map[string]int
+}
+
+// token counts one non-empty text forwarded.
+func (a *accounting) token() {
+	a.tokens++
+	if a.ttft == 0 {
+		a.ttft = time.Since(a.start)
+	}
+}
+
+func (a *accounting) repair(reason string) {
+	if a.repaired == nil {
+		a.repaired = map[string]int{}
+	}
+	a.repaired[reason]++
+}
+
+// settle charges the tenant for the tokens forwarded since the last
+// settlement. It is the one place quota is charged: at every flush, so a
+// long stream's tenant pays as it streams, and once when the stream ends.
+func (a *accounting) settle() {
+	if a.tenant != nil && a.tokens > a.charged {
+		a.tenants.Charge(a.tenant, a.tokens-a.charged)
+		a.charged = a.tokens
+	}
+}
+
+// record ends a stream: its quota settled, its metrics, and its one log
+// line. Content is never logged, only counts.
+func (h *Handler) record(s *stream, res result) {
+	a := &s.acct
+	a.settle()
+	m := h.cfg.Metrics
+	elapsed := time.Since(a.start)
+	m.duration.WithLabelValues(s.route, res.outcome).Observe(elapsed.Seconds())
+	m.events.Add(float64(a.events))
+	if a.tenant != nil {
+		m.tokens.WithLabelValues(a.tenant.Name).Add(float64(a.tokens))
+	}
+	counts := s.redactions()
+	redactions := 0
+	for k, n := range counts {
+		if n > 0 {
+			m.redactions.WithLabelValues(redact.Kind(k).String()).Add(float64(n))
+			redactions += n
+		}
+	}
+	if res.reason != "" {
+		m.upstreamErr.WithLabelValues(res.reason).Inc()
+	}
+	for reason, n := range a.repaired {
+		m.upstreamErr.WithLabelValues(reason).Add(float64(n))
+	}
+	level := zerolog.InfoLevel
+	if res.outcome == OutcomeUpstreamError {
+		level = zerolog.WarnLevel
+	}
+	ev := h.cfg.Log.WithLevel(level).
+		Str("request_id", s.id).
+		Str("route", s.route).
+		Int("status", res.status).
+		Str("outcome", res.outcome).
+		Int("events", a.events).
+		Int("tokens", a.tokens).
+		Int("redactions", redactions).
+		Float64("duration_ms", float64(elapsed.Microseconds())/1000).
+		Str("variant", h.cfg.Variant)
+	if a.tenant != nil {
+		ev = ev.Str("tenant", a.tenant.Name)
+	}
+	if a.ttft > 0 {
+		m.ttft.WithLabelValues(s.route).Observe(a.ttft.Seconds())
+		ev = ev.Float64("ttft_ms", float64(a.ttft.Microseconds())/1000)
+	}
+	if s.tr != nil {
+		ev = ev.Int("transcript_bytes", len(s.tr.String()))
+	}
+	if res.reason != "" {
+		ev = ev.Str("reason", res.reason)
+	}
+	if len(a.repaired) > 0 {
+		ev = ev.Interface("repaired", a.repaired)
+	}
+	if res.err != "" {
+		ev = ev.Str("error", res.err)
+	}
+	ev.Msg("stream")
+}

@@ -1,0 +1,224 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"unicode/utf8"
+
+	"burnlab/gateway/internal/chunk"
+	"burnlab/gateway/internal/redact"
+	"burnlab/gateway/internal/sse"
+	"burnlab/gateway/internal/transcript"
+	"burnlab/shared/openai"
+)
+
+// stream is one request as it is served.
+type stream struct {
+	route, id string
+	acct      accounting
+	tr        transcript.Transcript
+
+	// texts are the response's text streams, each redacted with its own
+	// hold-back state, in order of first appearance.
+	texts   []*textStream
+	scanner chunk.Scanner
+	// Reused per event: the decoded texts (ends[i] closes the i-th), a
+	// redaction, the line out.
+	text, red, out []byte
+	ends           []int
+}
+
+// begin readies a stream whose 200 is sent for forwarding.
+func (s *stream) begin(tr transcript.Transcript) {
+	s.tr = tr
+	s.text, s.red, s.out = make([]byte, 0, 256), make([]byte, 0, 256), make([]byte, 0, 512)
+}
+
+// textStream is one text of a response that arrives over many chunks: a
+// choice's content, refusal or reasoning, or one tool call's arguments.
+// PII split across two chunks of one stream is caught by its redactor's
+// hold-back; two streams never mix.
+type textStream struct {
+	key chunk.Key
+	red redact.Redactor
+	// The last chunk that left text held back: the final release goes out
+	// in the upstream's own shape for this stream.
+	tmpl []byte
+}
+
+// maxTextStreams bounds the redaction state one response may open (n
+// choices × their fields and tool calls).
+const maxTextStreams = 64
+
+// textStream finds or opens the stream of key; nil past maxTextStreams.
+func (s *stream) textStream(key chunk.Key) *textStream {
+	for _, t := range s.texts {
+		if t.key == key {
+			return t
+		}
+	}
+	if len(s.texts) == maxTextStreams {
+		return nil
+	}
+	t := &textStream{key: key}
+	s.texts = append(s.texts, t)
+	return t
+}
+
+// redactions adds up what every text stream redacted.
+func (s *stream) redactions() [redact.NumKinds]int {
+	var counts [redact.NumKinds]int
+	for _, t := range s.texts {
+		for k, n := range t.red.Counts() {
+			counts[k] += n
+		}
+	}
+	return counts
+}
+
+// forward is the per-event loop. It returns nil once [DONE] is forwarded.
+func (s *stream) forward(rd *sse.Reader, out *flusher) error {
+	for {
+		if !rd.Buffered() {
+			// The next read may block: nothing written may wait on it.
+			s.acct.settle()
+			if err := out.flush(); err != nil {
+				return err
+			}
+		}
+		line, err := rd.ReadLine()
+		if err != nil {
+			return err
+		}
+		if !utf8.Valid(line) {
+			s.acct.repair(reasonInvalidUTF8)
+			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+		}
+		field, value, isField := bytes.Cut(line, []byte{':'})
+		switch {
+		case len(line) == 0 || line[0] == ':':
+			// An event boundary or a comment (keep-alive): pass through.
+			out.line(line)
+		case !isField:
+			s.acct.repair(reasonMalformed)
+		case string(field) == "data":
+			value = bytes.TrimPrefix(value, []byte{' '})
+			if string(value) == "[DONE]" {
+				s.flushTail(out)
+				out.line(line)
+				out.line(nil)
+				return out.flush()
+			}
+			s.dataEvent(out, value)
+		case string(field) == "event" || string(field) == "id" || string(field) == "retry":
+			out.line(line)
+		default:
+			s.acct.repair(reasonMalformed)
+		}
+		if out.err != nil {
+			return out.err
+		}
+	}
+}
+
+// dataEvent forwards one data payload with every text in it redacted
+// (each text stream holding back a tail that may still become PII),
+// counted, and added to the transcript by the build's parser. The rest of a
+// chunk (ids, model, role, finish reason, numbers) is metadata and passes
+// as it came: redacting it as text would turn a "created" timestamp into a
+// phone number and the chunk into invalid JSON.
+func (s *stream) dataEvent(out *flusher, payload []byte) {
+	spans, err := s.scanner.Scan(payload)
+	reason := reasonInvalidJSON
+	switch {
+	case err == nil:
+		if reason = s.rewrite(payload, spans); reason == "" {
+			s.emit(out)
+			return
+		}
+	case errors.Is(err, chunk.ErrTooMany):
+		reason = reasonTooManyTexts
+	}
+	// Not a chunk the gateway can read: redacted as plain text, so
+	// nothing unparsable carries PII past it.
+	s.acct.repair(reason)
+	red, _ := redact.Text(payload)
+	s.out = append(append(s.out[:0], dataPrefix...), red...)
+	s.emit(out)
+}
+
+var dataPrefix = []byte("data: ")
+
+// rewrite builds in s.out the event line of payload with each text span
+// redacted by its stream, or returns why it could not (a repair reason).
+func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
+	// Decode every span before any redactor sees one, so a chunk given up
+	// half-way leaves no stream holding text that was never forwarded.
+	s.text, s.ends = s.text[:0], s.ends[:0]
+	for _, sp := range spans {
+		var err error
+		if s.text, err = openai.AppendUnquote(s.text, payload[sp.Start:sp.End]); err != nil {
+			return reasonInvalidJSON
+		}
+		if s.textStream(sp.Key) == nil {
+			return reasonTooManyTexts
+		}
+		s.ends = append(s.ends, len(s.text))
+	}
+	s.out = append(s.out[:0], dataPrefix...)
+	last, from := 0, 0
+	for i, sp := range spans {
+		t := s.textStream(sp.Key)
+		text := s.text[from:s.ends[i]]
+		from = s.ends[i]
+		if len(text) > 0 {
+			s.acct.token()
+		}
+		s.red = t.red.Redact(s.red[:0], text)
+		s.out = append(s.out, payload[last:sp.Start]...)
+		s.out = openai.AppendQuote(s.out, s.red)
+		last = sp.End
+		if t.red.Pending() {
+			t.tmpl = append(t.tmpl[:0], payload...)
+		}
+	}
+	s.out = append(s.out, payload[last:]...)
+	return ""
+}
+
+// flushTail releases every stream's held tail as one more event each, in
+// the shape of the last chunk that held it back, with that chunk's other
+// texts emptied: they were forwarded already.
+func (s *stream) flushTail(out *flusher) {
+	for _, t := range s.texts {
+		if !t.red.Pending() {
+			continue
+		}
+		s.red = t.red.Flush(s.red[:0])
+		spans, err := s.scanner.Scan(t.tmpl)
+		if err != nil { // cannot happen: tmpl is a chunk Scan accepted
+			continue
+		}
+		s.out = append(s.out[:0], dataPrefix...)
+		last := 0
+		for _, sp := range spans {
+			s.out = append(s.out, t.tmpl[last:sp.Start]...)
+			if sp.Key == t.key {
+				s.out = openai.AppendQuote(s.out, s.red)
+			} else {
+				s.out = append(s.out, `""`...)
+			}
+			last = sp.End
+		}
+		s.out = append(s.out, t.tmpl[last:]...)
+		s.emit(out)
+		out.line(nil) // close the event the gateway made
+	}
+}
+
+// emit forwards the data line in s.out and feeds it to the transcript.
+func (s *stream) emit(out *flusher) {
+	transcript.AppendLine(s.tr, s.out)
+	out.line(s.out)
+	s.acct.events++
+}

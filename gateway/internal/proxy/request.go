@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"burnlab/gateway/internal/tenant"
+)
+
+// admitted is a request the gateway will stream: its body, forwarded to the
+// upstream as the client sent it, and the tenant stream slot it holds.
+type admitted struct {
+	body      []byte
+	maxTokens int
+	release   func()
+}
+
+// chatRequest holds the few fields the gateway reads.
+type chatRequest struct {
+	Stream    *bool `json:"stream"`
+	MaxTokens int   `json:"max_tokens"`
+}
+
+// admit checks the request and its tenant, in order of cost: method, key,
+// body, then the tenant's limits. A request that is not admitted has been
+// answered, and its result says how.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*admitted, result) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return nil, reject(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST for "+s.route)
+	}
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	t, err := h.cfg.Tenants.Authenticate(strings.TrimSpace(key))
+	if !ok || err != nil {
+		return nil, reject(w, http.StatusUnauthorized, "authentication_error", "missing or unknown API key: send Authorization: Bearer <key>")
+	}
+	s.acct.tenant = t
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			return nil, reject(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body over %d bytes", tooBig.Limit))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// The server's read deadline: a client trickling its body
+			// must not hold a handler.
+			return nil, reject(w, http.StatusRequestTimeout, "invalid_request_error", "request body did not arrive within the read timeout")
+		}
+		return nil, gone("reading request: " + err.Error())
+	}
+	// The read deadline covered the request; a stream lasts longer, and
+	// a deadline left on the connection would cancel it when it fires.
+	if err := http.NewResponseController(w).SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return nil, gone("lifting the read deadline: " + err.Error())
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, reject(w, http.StatusBadRequest, "invalid_request_error", "request body is not a JSON chat request: "+err.Error())
+	}
+	if req.Stream == nil || !*req.Stream {
+		return nil, reject(w, http.StatusBadRequest, "invalid_request_error", `this gateway only streams: set "stream": true`)
+	}
+	release, wait, err := h.cfg.Tenants.Admit(t)
+	if err != nil {
+		limit, msg := limitTokens, fmt.Sprintf("tenant %s has spent its %d tokens per minute", t.Name, t.TokensPerMinute)
+		if errors.Is(err, tenant.ErrTooManyStreams) {
+			limit, msg = limitStreams, fmt.Sprintf("tenant %s already has %d streams in flight, its limit", t.Name, t.MaxStreams)
+		}
+		h.cfg.Metrics.rejections.WithLabelValues(t.Name, limit).Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		return nil, reject(w, http.StatusTooManyRequests, "rate_limit_error", msg)
+	}
+	return &admitted{body: body, maxTokens: req.MaxTokens, release: release}, result{}
+}
+
+// requestID keeps a client's X-Request-Id when it is a short token, so a
+// request can be followed through the client's logs and the upstream's.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && isToken(id) {
+		return id
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func isToken(s string) bool {
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"burnlab/gateway/internal/redact"
+	"burnlab/gateway/internal/sse"
+)
+
+var (
+	errIdle       = errors.New("upstream sent nothing within the idle timeout")
+	errClientGone = errors.New("client stopped reading")
+)
+
+// proxy calls the upstream with an admitted request and, once it answers
+// with an event stream, forwards it.
+func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *admitted) result {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	upURL := h.cfg.Upstream.JoinPath("/v1/chat/completions")
+	upReq, err := http.NewRequestWithContext(ctx, http.MethodPost, upURL.String(), bytes.NewReader(req.body))
+	if err != nil {
+		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonConnect, "upstream_error", err.Error())
+	}
+	upReq.Header.Set("Content-Type", "application/json")
+	upReq.Header.Set("Accept", "text/event-stream")
+	upReq.Header.Set("X-Request-Id", s.id)
+	resp, err := h.cfg.Client.Do(upReq)
+	if err != nil {
+		var ne net.Error
+		switch {
+		case r.Context().Err() != nil:
+			return gone("client went away before the upstream answered")
+		case errors.As(err, &ne) && ne.Timeout():
+			return refuse(w, http.StatusGatewayTimeout, OutcomeUpstreamError, reasonTimeout, "timeout",
+				fmt.Sprintf("upstream did not answer within %s", h.cfg.UpstreamTimeout))
+		}
+		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonConnect, "upstream_error", "upstream unreachable: "+err.Error())
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return upstreamRefusal(w, resp)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonContentType, "upstream_error",
+			fmt.Sprintf("upstream answered %q, not an event stream", ct))
+	}
+
+	idle := time.AfterFunc(h.cfg.IdleTimeout, func() { cancel(errIdle) })
+	defer idle.Stop()
+	rd := sse.NewReader(idleReader{resp.Body, idle, h.cfg.IdleTimeout}, 64<<10, h.cfg.MaxLine)
+
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s.begin(h.cfg.NewTranscript(req.maxTokens))
+	out := newFlusher(w, h.cfg.ClientWriteTimeout)
+	defer out.rc.SetWriteDeadline(time.Time{}) // a kept-alive connection must not inherit it
+	err = s.forward(rd, out)
+	switch {
+	case err == nil:
+		return result{outcome: OutcomeOK, status: http.StatusOK}
+	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
+		return result{outcome: OutcomeClientCanceled, status: http.StatusOK, err: err.Error()}
+	}
+	// What was accepted is not lost: release the held tails, then tell
+	// the client why the stream ends without [DONE].
+	s.flushTail(out)
+	out.line(errorEvent("upstream_error", "stream from upstream ended: "+err.Error()))
+	out.line(nil)
+	out.flush()
+	return result{outcome: OutcomeUpstreamError, status: http.StatusOK, reason: classifyReadError(err, context.Cause(ctx)), err: err.Error()}
+}
+
+func classifyReadError(err, cause error) string {
+	switch {
+	case errors.Is(cause, errIdle):
+		return reasonIdle
+	case errors.Is(err, sse.ErrLineTooLong):
+		return reasonLineTooLong
+	case errors.Is(err, io.EOF):
+		return reasonNoDone
+	}
+	return reasonReset
+}
+
+// requestErrors are the upstream answers that blame the request itself
+// (an unknown model, a bad parameter): the client's mistake, passed back
+// as it is and recorded as rejected, so it burns no availability budget.
+// Every other 4xx — 401/403 (the gateway's own upstream credentials),
+// 408, 429 (the provider's capacity) — is the service's problem.
+var requestErrors = map[int]bool{
+	http.StatusBadRequest: true, http.StatusNotFound: true, http.StatusConflict: true,
+	http.StatusRequestEntityTooLarge: true, http.StatusUnsupportedMediaType: true, http.StatusUnprocessableEntity: true,
+}
+
+// upstreamRefusal maps an upstream's non-200 answer to a client error: the
+// client learns what the upstream said, and a 429 keeps its Retry-After.
+func upstreamRefusal(w http.ResponseWriter, resp *http.Response) result {
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	msg := fmt.Sprintf("upstream answered %s", resp.Status)
+	if text := strings.TrimSpace(strings.ToValidUTF8(string(snippet), "")); text != "" {
+		redacted, _ := redact.Text([]byte(text))
+		msg += ": " + string(redacted)
+	}
+	switch code := resp.StatusCode; {
+	case requestErrors[code]:
+		return reject(w, code, "invalid_request_error", msg)
+	case code == http.StatusTooManyRequests:
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			w.Header().Set("Retry-After", ra)
+		}
+		return refuse(w, http.StatusTooManyRequests, OutcomeUpstreamError, reason4xx, "rate_limit_error", msg)
+	case code < 500:
+		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reason4xx, "upstream_error", msg)
+	}
+	return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reason5xx, "upstream_error", msg)
+}
+
+// idleReader re-arms the idle timer on every read of the upstream body.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (ir idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	ir.timer.Reset(ir.d)
+	return n, err
+}

@@ -1,7 +1,8 @@
 // Command pager is burnlab's on-call: an Alertmanager webhook receiver that
 // logs PAGE / TICKET / RESOLVED, keeps every notification durably, serves
-// the incidents with their timelines, and captures the gateway's heap
-// profile when a page fires.
+// the incidents with their timelines, captures the gateway's heap profile
+// when a page fires and again once it resolves, and shows it all as web
+// pages with pprof's own UI.
 package main
 
 import (
@@ -12,16 +13,18 @@ import (
 	"time"
 
 	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/alertmanager/pager/internal/web"
 	"burnlab/alertmanager/pager/internal/webhook"
 	"burnlab/shared/service"
 )
 
 var envs = map[string]string{
-	"listen":      "PAGER_LISTEN",
-	"data":        "PAGER_DATA",
-	"profile-url": "PAGER_PROFILE_URL",
-	"token":       "PAGER_TOKEN",
-	"log-level":   "LOG_LEVEL",
+	"listen":       "PAGER_LISTEN",
+	"data":         "PAGER_DATA",
+	"profile-url":  "PAGER_PROFILE_URL",
+	"token":        "PAGER_TOKEN",
+	"external-url": "PAGER_EXTERNAL_URL",
+	"log-level":    "LOG_LEVEL",
 }
 
 func main() {
@@ -31,11 +34,12 @@ func main() {
 func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pager", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:5001", "address of the webhooks, /api/incidents, /metrics and /debug/pprof: loopback by default, "+
+	listen := fs.String("listen", "127.0.0.1:5001", "address of the web UI, the webhooks, /api/incidents, /metrics and /debug/pprof: loopback by default, "+
 		"because whoever reaches it can post pages (unless -token is set) and read incidents and profiles (:5001 in a container)")
 	data := fs.String("data", "pager-data", "directory of the notification journal and captured profiles")
 	profileURL := fs.String("profile-url", "http://gateway:6060/debug/pprof/allocs", "heap profile to capture when a page fires ('' to disable)")
 	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
+	externalURL := fs.String("external-url", "http://127.0.0.1:5001", "the pager's base URL as a browser reaches it: the incidents' links in the API and the log lines")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	service.Usage(fs, envs, "pager: an Alertmanager webhook receiver for burnlab's on-call\n\nFlags:\n")
 	if err := service.Parse(fs, args, envs); err != nil {
@@ -56,11 +60,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info().Str("data", *data).Int("incidents", len(st.Incidents())).Str("profile_url", *profileURL).Msg("starting")
 	reg := service.NewRegistry()
-	h := webhook.New(webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL}, reg)
+	h := webhook.New(webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, ExternalURL: *externalURL}, reg)
+	ui, err := web.New(web.Config{Store: st, Log: log})
+	if err != nil {
+		return err
+	}
 	var ready service.Readiness
 	mux := service.AdminMux(reg, &ready)
 	mux.Handle("/webhook/", h)
 	mux.Handle("/api/", h)
+	mux.Handle("/", ui)
 	err = service.Serve(ctx, log, service.Drain{Ready: &ready, Timeout: 10 * time.Second}, service.Server{Name: "pager", Addr: *listen, Handler: mux})
 	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,10 +31,11 @@ type Alert struct {
 	Fingerprint  string            `json:"fingerprint"`
 }
 
-// Record is one line of the journal: a notification of one alert, or the
-// profile captured for an incident.
+// Record is one line of the journal: a notification of one alert, the
+// profile captured for an incident when it paged, or the one captured after
+// it resolved.
 type Record struct {
-	Type     string            `json:"type"` // "notification" or "profile"
+	Type     string            `json:"type"` // "notification", "profile" or "profile_after"
 	At       time.Time         `json:"at"`
 	Receiver string            `json:"receiver,omitempty"`
 	Alert    *Alert            `json:"alert,omitempty"`
@@ -192,6 +194,9 @@ type Accepted struct {
 	Incident string
 	// NewPage is true for the first firing notification of a page.
 	NewPage bool
+	// PageResolved is true for the first resolved notification of a page
+	// the pager saw fire: the moment for the "after" profile.
+	PageResolved bool
 }
 
 // AddNotification appends the payload's new alerts and fsyncs them before
@@ -203,7 +208,7 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 	var buf bytes.Buffer
 	var added []Record
 	var out []Accepted
-	batch := map[string]bool{}
+	batch, batchResolved := map[string]bool{}, map[string]bool{}
 	for i := range alerts {
 		a := alerts[i]
 		key := dedupKey(&a)
@@ -218,9 +223,14 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 		}
 		buf.Write(append(line, '\n'))
 		added = append(added, r)
-		_, known := s.incidents[IncidentID(&a)]
+		inc, known := s.incidents[IncidentID(&a)]
+		page := a.Labels["severity"] == "page"
 		out = append(out, Accepted{Alert: a, Incident: IncidentID(&a),
-			NewPage: a.Status == "firing" && a.Labels["severity"] == "page" && !known})
+			NewPage:      a.Status == "firing" && page && !known,
+			PageResolved: a.Status == "resolved" && page && known && inc.Status != "resolved" && !batchResolved[IncidentID(&a)]})
+		if a.Status == "resolved" {
+			batchResolved[IncidentID(&a)] = true
+		}
 	}
 	if len(added) == 0 {
 		return nil, nil
@@ -234,11 +244,20 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 	return out, nil
 }
 
-// AddProfile records the profile captured for an incident.
+// AddProfile records the profile captured for an incident when it paged.
 func (s *Store) AddProfile(id string, p incident.Profile, now time.Time) error {
+	return s.addProfile("profile", id, p, now)
+}
+
+// AddAfterProfile records the profile captured after an incident resolved.
+func (s *Store) AddAfterProfile(id string, p incident.Profile, now time.Time) error {
+	return s.addProfile("profile_after", id, p, now)
+}
+
+func (s *Store) addProfile(typ, id string, p incident.Profile, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := Record{Type: "profile", At: now, Incident: id, Profile: &p}
+	r := Record{Type: typ, At: now, Incident: id, Profile: &p}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -293,6 +312,9 @@ func (s *Store) apply(r Record) {
 		if inc == nil {
 			inc = &incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: a.Labels["severity"],
 				StartsAt: a.StartsAt, Labels: a.Labels}
+			if a.Status == "firing" {
+				inc.BurnRate = a.Annotations["burn_rate"]
+			}
 			s.incidents[id] = inc
 			s.order = append(s.order, id)
 		}
@@ -308,15 +330,24 @@ func (s *Store) apply(r Record) {
 			what += " burn " + burn
 		}
 		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, What: what + " (" + r.Receiver + ")"})
-	case "profile":
+	case "profile", "profile_after":
 		inc := s.incidents[r.Incident]
 		if inc == nil || r.Profile == nil {
 			return
 		}
-		inc.Profile = r.Profile
+		p := *r.Profile
+		if p.TakenAt.IsZero() {
+			p.TakenAt = r.At
+		}
 		what := "profile captured"
-		if r.Profile.Error != "" {
-			what = "profile failed: " + r.Profile.Error
+		if r.Type == "profile_after" {
+			inc.After = &p
+			what = "profile after resolve captured"
+		} else {
+			inc.Profile = &p
+		}
+		if p.Error != "" {
+			what = strings.Replace(what, "captured", "failed: ", 1) + p.Error
 		} else if len(r.Profile.Top) > 0 {
 			what += fmt.Sprintf(": top alloc_space %s (%.1f%%)", r.Profile.Top[0].Function, r.Profile.Top[0].FlatPct)
 		}
@@ -349,4 +380,28 @@ func (s *Store) Incident(id string) (incident.Incident, bool) {
 	c := *inc
 	c.Timeline = slices.Clone(inc.Timeline)
 	return c, true
+}
+
+// OpenProfile opens an incident's profile file, which comes from the
+// journal read back from disk: only a regular file inside the profiles
+// directory, whatever the journal says.
+func (s *Store) OpenProfile(file string) (*os.File, os.FileInfo, error) {
+	name, ok := strings.CutPrefix(file, ProfilesDir+"/")
+	if !ok || !filepath.IsLocal(name) {
+		return nil, nil, fmt.Errorf("profile file %q is not in %s/", file, ProfilesDir)
+	}
+	f, err := s.profiles.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("profile file %q is not a regular file", file)
+	}
+	return f, fi, nil
 }

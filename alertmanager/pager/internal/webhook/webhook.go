@@ -1,7 +1,9 @@
 // Package webhook is the pager's HTTP side: it accepts Alertmanager webhook
 // notifications (payload version 4), stores them durably, tells the on-call
 // in one log line per alert, and on a new page captures the gateway's heap
-// profile so the page arrives with the answer.
+// profile so the page arrives with the answer; once the page resolves it
+// captures a second one from the same source, the "after" of a before/after
+// comparison.
 package webhook
 
 import (
@@ -15,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,10 @@ type Config struct {
 	ProfileTimeout time.Duration
 	Client         *http.Client
 	MaxBody        int64
+	// ExternalURL is the pager's base URL as a person's browser reaches it
+	// (no trailing slash); with it the API and the log lines carry each
+	// incident's page.
+	ExternalURL string
 }
 
 // Handler serves the webhook endpoints and the incidents API.
@@ -63,6 +68,11 @@ type Handler struct {
 	captures      sync.WaitGroup
 	captureCtx    context.Context
 	stopCaptures  context.CancelFunc
+	// pageCaptures holds, per incident, a channel closed when its page-time
+	// capture ends: a resolve arriving meanwhile waits for it, so the
+	// after profile is never taken before the one it is compared with.
+	mu           sync.Mutex
+	pageCaptures map[string]chan struct{}
 }
 
 // New registers the pager's metrics on reg and returns its Handler.
@@ -76,9 +86,11 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
+	cfg.ExternalURL = strings.TrimRight(cfg.ExternalURL, "/")
 	h := &Handler{
-		cfg: cfg,
-		mux: http.NewServeMux(),
+		cfg:          cfg,
+		mux:          http.NewServeMux(),
+		pageCaptures: map[string]chan struct{}{},
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pager_notifications_total", Help: "Alert notifications accepted (retries excluded), by severity (page, ticket or other) and status.",
 		}, []string{"severity", "status"}),
@@ -86,8 +98,8 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 			Name: "pager_duplicate_notifications_total", Help: "Alert notifications dropped as repeats of ones already stored.",
 		}),
 		profiles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pager_profiles_total", Help: "Heap profiles captured on a page, by result.",
-		}, []string{"result"}),
+			Name: "pager_profiles_total", Help: "Heap profiles captured, by when (page, or after the page resolved) and result.",
+		}, []string{"when", "result"}),
 	}
 	reg.MustRegister(h.notifications, h.duplicates, h.profiles)
 	for _, sev := range []string{"page", "ticket", "other"} {
@@ -225,12 +237,22 @@ func validFingerprint(fp string) bool {
 }
 
 // profileName is the file a page's profile is kept in, under the profiles
-// directory: made only of the alert's validated fingerprint and its start.
-func profileName(a store.Alert) (string, error) {
+// directory: made only of the alert's validated fingerprint, its start and
+// a fixed suffix ("" at page time, "-after" once resolved).
+func profileName(a store.Alert, suffix string) (string, error) {
 	if !validFingerprint(a.Fingerprint) {
 		return "", fmt.Errorf("no profile file for fingerprint %.40q", a.Fingerprint)
 	}
-	return fmt.Sprintf("%s-%d.pb.gz", a.Fingerprint, a.StartsAt.Unix()), nil
+	return fmt.Sprintf("%s-%d%s.pb.gz", a.Fingerprint, a.StartsAt.Unix(), suffix), nil
+}
+
+// IncidentURL is an incident's page in the web UI, or "" without an
+// external URL.
+func (h *Handler) IncidentURL(id string) string {
+	if h.cfg.ExternalURL == "" {
+		return ""
+	}
+	return h.cfg.ExternalURL + "/incidents/" + id
 }
 
 // severityLabel bounds the severity label of the pager's metrics: a label
@@ -263,9 +285,40 @@ func (h *Handler) announce(kind string, a store.Accepted) {
 		Time("since", a.Alert.StartsAt).
 		Str("incident", a.Incident).
 		Str("summary", a.Alert.Annotations["summary"]).
+		Str("url", h.IncidentURL(a.Incident)).
 		Msg(msg)
-	if a.NewPage && h.cfg.ProfileURL != "" {
-		h.captures.Go(func() { h.capture(a) })
+	if h.cfg.ProfileURL == "" {
+		return
+	}
+	if a.NewPage {
+		done := make(chan struct{})
+		h.mu.Lock()
+		h.pageCaptures[a.Incident] = done
+		h.mu.Unlock()
+		h.captures.Go(func() {
+			defer func() {
+				h.mu.Lock()
+				delete(h.pageCaptures, a.Incident)
+				h.mu.Unlock()
+				close(done)
+			}()
+			h.capture(a)
+		})
+	}
+	if a.PageResolved {
+		h.mu.Lock()
+		pending := h.pageCaptures[a.Incident]
+		h.mu.Unlock()
+		h.captures.Go(func() {
+			if pending != nil {
+				select {
+				case <-pending:
+				case <-h.captureCtx.Done():
+					return
+				}
+			}
+			h.captureAfter(a)
+		})
 	}
 }
 
@@ -276,11 +329,11 @@ func (h *Handler) capture(a store.Accepted) {
 	id := a.Incident
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
 	defer cancel()
-	p, err := h.fetch(ctx, a.Alert)
+	p, err := h.fetch(ctx, a.Alert, "")
 	result := "ok"
 	if err != nil {
 		result = "error"
-		p = incident.Profile{Error: err.Error()}
+		p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
 		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("profile capture failed")
 	} else {
 		ev := h.cfg.Log.Warn().Str("incident", id).Int64("total_bytes", p.Total)
@@ -289,14 +342,46 @@ func (h *Handler) capture(a store.Accepted) {
 		}
 		ev.Msg("PROFILE top alloc_space at page time")
 	}
-	h.profiles.WithLabelValues(result).Inc()
+	h.profiles.WithLabelValues("page", result).Inc()
 	if err := h.cfg.Store.AddProfile(id, p, time.Now()); err != nil {
 		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("could not store profile record")
 	}
 }
 
-func (h *Handler) fetch(ctx context.Context, a store.Alert) (incident.Profile, error) {
-	name, err := profileName(a)
+// captureAfter takes the second profile of a resolved page, from the same
+// source and read the same way, so the web UI can show the page-time
+// profile's functions against it. A page with no page-time profile has
+// nothing to compare and gets none.
+func (h *Handler) captureAfter(a store.Accepted) {
+	id := a.Incident
+	inc, ok := h.cfg.Store.Incident(id)
+	if !ok || inc.Profile == nil || inc.Profile.File == "" || inc.After != nil {
+		h.cfg.Log.Info().Str("incident", id).Msg("no page-time profile to compare with: no profile taken after the resolve")
+		return
+	}
+	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
+	defer cancel()
+	p, err := h.fetch(ctx, a.Alert, "-after")
+	result := "ok"
+	if err != nil {
+		result = "error"
+		p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
+		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("profile capture after resolve failed")
+	} else {
+		ev := h.cfg.Log.Info().Str("incident", id).Int64("total_bytes", p.Total)
+		for i, e := range p.Top[:min(3, len(p.Top))] {
+			ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
+		}
+		ev.Msg("PROFILE top alloc_space after resolve")
+	}
+	h.profiles.WithLabelValues("after", result).Inc()
+	if err := h.cfg.Store.AddAfterProfile(id, p, time.Now()); err != nil {
+		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("could not store profile record")
+	}
+}
+
+func (h *Handler) fetch(ctx context.Context, a store.Alert, suffix string) (incident.Profile, error) {
+	name, err := profileName(a, suffix)
 	if err != nil {
 		return incident.Profile{}, err
 	}
@@ -327,7 +412,7 @@ func (h *Handler) fetch(ctx context.Context, a store.Alert) (incident.Profile, e
 	if err := writeFileSync(h.cfg.Store.Profiles(), name, raw); err != nil {
 		return incident.Profile{}, fmt.Errorf("storing profile: %w", err)
 	}
-	p := incident.Profile{File: path.Join(store.ProfilesDir, name), Total: total}
+	p := incident.Profile{File: path.Join(store.ProfilesDir, name), Total: total, TakenAt: time.Now()}
 	for _, e := range top {
 		p.Top = append(p.Top, incident.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
 	}
@@ -361,8 +446,12 @@ func writeFileSync(dir *os.Root, name string, b []byte) error {
 }
 
 func (h *Handler) listIncidents(w http.ResponseWriter, r *http.Request) {
+	incs := h.cfg.Store.Incidents()
+	for i := range incs {
+		incs[i].URL = h.IncidentURL(incs[i].ID)
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(h.cfg.Store.Incidents())
+	json.NewEncoder(w).Encode(incs)
 }
 
 func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {
@@ -371,6 +460,7 @@ func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "no incident "+r.PathValue("id"))
 		return
 	}
+	inc.URL = h.IncidentURL(inc.ID)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(inc)
 }
@@ -395,26 +485,8 @@ func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
 }
 
-// openProfile opens an incident's profile file, which comes from the
-// journal read back from disk: only a regular file inside the profiles
-// directory, whatever the journal says.
+// openProfile opens an incident's profile file: see store.OpenProfile for
+// why the journal's file name is not trusted.
 func (h *Handler) openProfile(file string) (*os.File, os.FileInfo, error) {
-	name, ok := strings.CutPrefix(file, store.ProfilesDir+"/")
-	if !ok || !filepath.IsLocal(name) {
-		return nil, nil, fmt.Errorf("profile file %q is not in %s/", file, store.ProfilesDir)
-	}
-	f, err := h.cfg.Store.Profiles().Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("profile file %q is not a regular file", file)
-	}
-	return f, fi, nil
+	return h.cfg.Store.OpenProfile(file)
 }

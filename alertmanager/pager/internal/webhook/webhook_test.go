@@ -21,8 +21,8 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"burnlab/shared/incident"
 	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/shared/incident"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -243,7 +243,7 @@ func TestPageCapturesTheHeapProfile(t *testing.T) {
 		t.Fatalf("ticket: %d", status)
 	}
 	p.h.Close(context.Background()) // any capture those started has finished
-	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("ok")) + testutil.ToFloat64(p.h.profiles.WithLabelValues("error")); got != 1 {
+	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("page", "ok")) + testutil.ToFloat64(p.h.profiles.WithLabelValues("page", "error")); got != 1 {
 		t.Errorf("profiles = %v, want 1", got)
 	}
 	if inc, _ := p.st.Incident(inc.ID); len(inc.Timeline) != 3 {
@@ -431,5 +431,67 @@ func TestSeverityLabelsAreBounded(t *testing.T) {
 		if got := testutil.ToFloat64(h.notifications.WithLabelValues(c.severity, c.status)); got != c.want {
 			t.Errorf("pager_notifications_total{severity=%q,status=%q} = %v, want %v", c.severity, c.status, got, c.want)
 		}
+	}
+}
+
+// A page that resolves gets a second profile from the same source, taken
+// after the page-time one even when the resolve arrives while that is still
+// being fetched, journaled so it is there after a restart, and on the
+// timeline; a ticket's resolve and a retried resolve take none.
+func TestAResolvedPageGetsAProfileTakenAfter(t *testing.T) {
+	allocateLikeTheBaseline()
+	dir := t.TempDir()
+	p := newPagerIn(t, dir, gatewayPprof(t), "")
+	p.h.cfg.ExternalURL = "http://pager.example:5001"
+	start := time.Now().UTC().Truncate(time.Second)
+	for _, n := range []struct{ path, body string }{
+		{"/webhook/page", notification(alert("firing", "page", start))},
+		{"/webhook/page", notification(alert("resolved", "page", start))},
+		{"/webhook/page", notification(alert("resolved", "page", start))},
+		{"/webhook/ticket", notification(alert("firing", "ticket", start))},
+		{"/webhook/ticket", notification(alert("resolved", "ticket", start))},
+	} {
+		if status, body := p.post(t, n.path, n.body); status != 200 {
+			t.Fatalf("%s: %d %s", n.path, status, body)
+		}
+	}
+	p.h.Close(context.Background())
+	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("after", "ok")); got != 1 {
+		t.Errorf("after profiles = %v, want 1", got)
+	}
+	id := store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start})
+	inc, ok := p.st.Incident(id)
+	if !ok || inc.Profile == nil || inc.After == nil || inc.After.Error != "" {
+		t.Fatalf("incident %+v", inc)
+	}
+	if !strings.HasSuffix(inc.After.File, "-after.pb.gz") || inc.After.File == inc.Profile.File || inc.After.TakenAt.Before(inc.Profile.TakenAt) {
+		t.Fatalf("after %+v, page time %+v", inc.After, inc.Profile)
+	}
+	if !strings.Contains(fmt.Sprint(inc.Timeline), "profile after resolve captured: top alloc_space") {
+		t.Errorf("timeline %+v", inc.Timeline)
+	}
+	if ticket, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("ticket"), StartsAt: start})); ticket.After != nil {
+		t.Errorf("a ticket got an after profile: %+v", ticket.After)
+	}
+
+	resp, err := http.Get(p.srv.URL + "/api/incidents/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got incident.Incident
+	json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if got.URL != "http://pager.example:5001/incidents/"+id || got.After == nil || got.BurnRate != "10.2x" {
+		t.Errorf("API: url %q, after %+v, burn rate %q", got.URL, got.After, got.BurnRate)
+	}
+
+	p.st.Close()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if again, _ := st.Incident(id); again.After == nil || again.After.File != inc.After.File || !again.After.TakenAt.Equal(inc.After.TakenAt) {
+		t.Fatalf("after a restart: %+v", again.After)
 	}
 }

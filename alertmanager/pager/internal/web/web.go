@@ -1,0 +1,307 @@
+// Package web is the page the person who got paged opens: the pager's
+// incidents, each with its timeline and the gateway's heap profile taken
+// when it paged, shown in pprof's own web UI, and once resolved the
+// difference to a profile taken after. Server-rendered with html/template
+// (everything that came in a payload is escaped), no script of its own and
+// nothing fetched from elsewhere, so it works offline; every route is a
+// GET.
+package web
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/rs/zerolog"
+
+	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/shared/incident"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// Config is what a Handler needs.
+type Config struct {
+	Store *store.Store
+	Log   zerolog.Logger
+	// MaxViews bounds the pprof UIs kept built (one per incident and view
+	// kind); default 8.
+	MaxViews int
+	// Refresh is how often a page with a firing incident reloads itself;
+	// default 10 s.
+	Refresh time.Duration
+}
+
+// Handler serves the web UI.
+type Handler struct {
+	cfg      Config
+	mux      *http.ServeMux
+	tmpl     *template.Template
+	views    *viewCache
+	hasGraph bool
+}
+
+// New parses the templates and registers the routes.
+func New(cfg Config) (*Handler, error) {
+	if cfg.MaxViews <= 0 {
+		cfg.MaxViews = 8
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 10 * time.Second
+	}
+	tmpl, err := template.New("").Funcs(template.FuncMap{
+		"bytes":    formatBytes,
+		"when":     formatTime,
+		"quote":    regexp.QuoteMeta,
+		"duration": formatDuration,
+	}).ParseFS(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	_, dotErr := exec.LookPath("dot")
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), tmpl: tmpl, views: newViewCache(cfg.MaxViews), hasGraph: dotErr == nil}
+	// GET patterns only: the mux answers any other method with 405 and an
+	// Allow header, so nothing here can be made to write.
+	h.mux.HandleFunc("GET /{$}", h.index)
+	h.mux.HandleFunc("GET /incidents/{id}", h.incident)
+	h.mux.HandleFunc("GET /incidents/{id}/pprof/{view...}", h.pprof(false))
+	h.mux.HandleFunc("GET /incidents/{id}/diff/{view...}", h.pprof(true))
+	h.mux.HandleFunc("GET /slo/{slo}", h.slo)
+	h.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		h.notFound(w, "There is no page "+r.URL.Path+".")
+	})
+	return h, nil
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+type page struct {
+	Title   string
+	Refresh int // seconds; 0: none
+}
+
+type indexPage struct {
+	page
+	Incidents []incident.Incident
+	Firing    int
+}
+
+func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
+	p := indexPage{page: page{Title: "Incidents — burnlab pager"}, Incidents: h.cfg.Store.Incidents()}
+	for _, inc := range p.Incidents {
+		if inc.Status == "firing" {
+			p.Firing++
+		}
+	}
+	if p.Firing > 0 {
+		p.Refresh = int(h.cfg.Refresh.Seconds())
+	}
+	h.render(w, http.StatusOK, "index.html", p)
+}
+
+type incidentPage struct {
+	page
+	incident.Incident
+	Labels, Annotations []kv
+	// Top is the page-time profile's top function, for the source and
+	// peek links.
+	Top      string
+	HasGraph bool
+}
+
+type kv struct{ Key, Value string }
+
+func sorted(m map[string]string) []kv {
+	out := make([]kv, 0, len(m))
+	for k, v := range m {
+		out = append(out, kv{k, v})
+	}
+	slices.SortFunc(out, func(a, b kv) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+func (h *Handler) incident(w http.ResponseWriter, r *http.Request) {
+	inc, ok := h.cfg.Store.Incident(r.PathValue("id"))
+	if !ok {
+		h.notFound(w, "There is no incident "+r.PathValue("id")+".")
+		return
+	}
+	p := incidentPage{page: page{Title: inc.AlertName + " — burnlab pager"}, Incident: inc,
+		Labels: sorted(inc.Labels), Annotations: sorted(inc.Annotations), HasGraph: h.hasGraph}
+	if inc.Profile != nil && len(inc.Profile.Top) > 0 {
+		p.Top = inc.Profile.Top[0].Function
+	}
+	// While it fires, the resolve and the second profile are still to come.
+	if inc.Status == "firing" || (inc.Status == "resolved" && inc.Profile != nil && inc.Profile.File != "" && inc.After == nil) {
+		p.Refresh = int(h.cfg.Refresh.Seconds())
+	}
+	h.render(w, http.StatusOK, "incident.html", p)
+}
+
+// slo is the link in the page alert's annotations: Prometheus cannot know
+// the incident's id, so it links the SLO, and this sends the browser on to
+// that SLO's newest page (or, with none, its newest incident).
+func (h *Handler) slo(w http.ResponseWriter, r *http.Request) {
+	slo := r.PathValue("slo")
+	var newest, newestPage *incident.Incident
+	incs := h.cfg.Store.Incidents() // newest first
+	for i := range incs {
+		if incs[i].SLO != slo {
+			continue
+		}
+		if newest == nil {
+			newest = &incs[i]
+		}
+		if newestPage == nil && incs[i].Severity == "page" {
+			newestPage = &incs[i]
+		}
+	}
+	if newestPage != nil {
+		newest = newestPage
+	}
+	if newest == nil {
+		h.notFound(w, "No incident of SLO "+slo+" yet.")
+		return
+	}
+	http.Redirect(w, r, "/incidents/"+newest.ID, http.StatusFound)
+}
+
+// pprof serves pprof's web UI for an incident: its page-time profile, or
+// with diff the after profile against it (-diff_base).
+func (h *Handler) pprof(diff bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		inc, ok := h.cfg.Store.Incident(id)
+		switch {
+		case !ok:
+			h.notFound(w, "There is no incident "+id+".")
+			return
+		case inc.Profile == nil || inc.Profile.File == "":
+			h.notFound(w, "Incident "+id+" has no page-time profile.")
+			return
+		case diff && (inc.After == nil || inc.After.File == ""):
+			h.notFound(w, "Incident "+id+" has no profile taken after it resolved (yet).")
+			return
+		}
+		view := "/" + r.PathValue("view")
+		if !pprofViews[view] {
+			h.notFound(w, "pprof's "+view+" view is not served by the pager.")
+			return
+		}
+		key, args := "pprof "+inc.Profile.File, []string{"page"}
+		files := map[string]string{"page": inc.Profile.File}
+		if diff {
+			key, args = "diff "+inc.Profile.File+" "+inc.After.File, []string{"-diff_base=page", "after"}
+			files["after"] = inc.After.File
+		}
+		handlers, err := h.views.get(r.Context(), key, func() (map[string]http.Handler, error) {
+			profiles := map[string]*profile.Profile{}
+			for name, file := range files {
+				p, err := h.readProfile(file)
+				if err != nil {
+					return nil, err
+				}
+				profiles[name] = p
+			}
+			return buildPProf(profiles, args, h.cfg.Log.With().Str("incident", id).Logger())
+		})
+		if err != nil {
+			h.cfg.Log.Error().Err(err).Str("incident", id).Msg("could not build the pprof web UI")
+			h.renderError(w, http.StatusInternalServerError, "Could not read the incident's profile: see the pager's log.")
+			return
+		}
+		handler := handlers[view]
+		if handler == nil {
+			h.notFound(w, "pprof has no "+view+" view.")
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}
+}
+
+// readProfile reads a stored profile through the store's os.Root: only a
+// regular file inside the profiles directory, whatever the journal says.
+func (h *Handler) readProfile(file string) (*profile.Profile, error) {
+	f, _, err := h.cfg.Store.OpenProfile(file)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	defer f.Close()
+	p, err := profile.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("web: parsing %s: %w", file, err)
+	}
+	return p, nil
+}
+
+type errorPage struct {
+	page
+	Message string
+}
+
+func (h *Handler) notFound(w http.ResponseWriter, msg string) {
+	h.renderError(w, http.StatusNotFound, msg)
+}
+
+func (h *Handler) renderError(w http.ResponseWriter, status int, msg string) {
+	h.render(w, status, "error.html", errorPage{page: page{Title: http.StatusText(status) + " — burnlab pager"}, Message: msg})
+}
+
+// render executes into a buffer first, so a template error is a 500 and
+// never half a page.
+func (h *Handler) render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := h.tmpl.ExecuteTemplate(&buf, name, data); err != nil {
+		h.cfg.Log.Error().Err(err).Str("template", name).Msg("could not render page")
+		http.Error(w, "could not render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+func formatBytes(b int64) string {
+	v, units := float64(b), []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for ; (v >= 1024 || v <= -1024) && i < len(units)-1; i++ {
+		v /= 1024
+	}
+	if i == 0 {
+		return fmt.Sprintf("%d B", b)
+	}
+	return fmt.Sprintf("%.2f %s", v, units[i])
+}
+
+func formatTime(t any) string {
+	switch t := t.(type) {
+	case time.Time:
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	case *time.Time:
+		if t == nil || t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	return fmt.Sprint(t)
+}
+
+func formatDuration(from time.Time, to *time.Time) string {
+	if to == nil || to.IsZero() {
+		return ""
+	}
+	return to.Sub(from).Round(time.Second).String()
+}

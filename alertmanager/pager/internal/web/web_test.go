@@ -1,0 +1,327 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/shared/incident"
+	"burnlab/shared/pproftop"
+)
+
+var sink [][]byte
+
+//go:noinline
+func allocateLikeTheBaseline() {
+	for range 4000 {
+		sink = append(sink, make([]byte, 8192))
+	}
+	sink = nil
+}
+
+// heapProfile is a real allocs profile of this test process, in which
+// allocateLikeTheBaseline made most of the garbage.
+func heapProfile(t *testing.T) []byte {
+	t.Helper()
+	allocateLikeTheBaseline()
+	runtime.GC()
+	var buf bytes.Buffer
+	if err := pprof.Lookup("allocs").WriteTo(&buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+type ui struct {
+	t   *testing.T
+	st  *store.Store
+	h   *Handler
+	srv *httptest.Server
+}
+
+func newUI(t *testing.T, maxViews int) *ui {
+	t.Helper()
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Store: st, Log: zerolog.New(io.Discard), MaxViews: maxViews})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); st.Close() })
+	return &ui{t: t, st: st, h: h, srv: srv}
+}
+
+// page stores a firing page for fp with extra labels, and returns its id.
+func (u *ui) page(fp string, start time.Time, labels map[string]string) string {
+	u.t.Helper()
+	l := map[string]string{"alertname": "LLMGatewayStreamLatencyBudgetBurn", "severity": "page", "sloth_slo": "stream-latency"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	a := store.Alert{Status: "firing", Labels: l, Annotations: map[string]string{"burn_rate": "9.9x", "summary": "burning <b>fast</b>"},
+		StartsAt: start, Fingerprint: fp}
+	acc, err := u.st.AddNotification("pager-page", []store.Alert{a}, start)
+	if err != nil || len(acc) != 1 {
+		u.t.Fatalf("%v %v", acc, err)
+	}
+	return acc[0].Incident
+}
+
+func (u *ui) resolve(id, fp string, start time.Time) {
+	u.t.Helper()
+	inc, _ := u.st.Incident(id)
+	a := store.Alert{Status: "resolved", Labels: inc.Labels, Annotations: inc.Annotations, StartsAt: start, EndsAt: start.Add(3 * time.Minute), Fingerprint: fp}
+	if _, err := u.st.AddNotification("pager-page", []store.Alert{a}, start.Add(3*time.Minute)); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+// profile stores raw as the incident's page-time (or after) profile, the
+// way the webhook does.
+func (u *ui) profile(id, name string, raw []byte, after bool) {
+	u.t.Helper()
+	f, err := u.st.Profiles().Create(name)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	f.Write(raw)
+	f.Close()
+	prof, err := pproftop.Parse(bytes.NewReader(raw))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	top, total, err := pproftop.Top(prof, "alloc_space", 5)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	p := incident.Profile{File: store.ProfilesDir + "/" + name, Total: total, TakenAt: time.Now()}
+	for _, e := range top {
+		p.Top = append(p.Top, incident.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
+	}
+	add := u.st.AddProfile
+	if after {
+		add = u.st.AddAfterProfile
+	}
+	if err := add(id, p, time.Now()); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+func (u *ui) do(method, path string) (int, http.Header, string) {
+	u.t.Helper()
+	req, _ := http.NewRequest(method, u.srv.URL+path, nil)
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func (u *ui) get(path string, want int) string {
+	u.t.Helper()
+	status, _, body := u.do(http.MethodGet, path)
+	if status != want {
+		u.t.Fatalf("GET %s: %d, want %d: %.300s", path, status, want, body)
+	}
+	return body
+}
+
+const (
+	fp1 = "0123456789abcdef"
+	fp2 = "fedcba9876543210"
+	fp3 = "00000000000000aa"
+)
+
+// What came in a payload is text on every page: a label or annotation with
+// markup never becomes markup, and the pager's own pages have no script at
+// all, so any "<script" would be one smuggled in.
+func TestPayloadsAreEscaped(t *testing.T) {
+	u := newUI(t, 0)
+	start := time.Now().Add(-time.Minute)
+	id := u.page(fp1, start, map[string]string{"team": `<script>alert("x")</script>`, "alertname": `Burn<img src=x onerror=alert(1)>`})
+	for _, path := range []string{"/", "/incidents/" + id} {
+		body := u.get(path, 200)
+		for _, bad := range []string{"<script", "<img", "<b>fast"} {
+			if strings.Contains(body, bad) {
+				t.Errorf("GET %s: %q is markup:\n%s", path, bad, body)
+			}
+		}
+		if !strings.Contains(body, "&lt;script&gt;") && path != "/" {
+			t.Errorf("GET %s: the label is not shown escaped", path)
+		}
+		if !strings.Contains(body, "Burn&lt;img") {
+			t.Errorf("GET %s: the alert name is not shown escaped", path)
+		}
+	}
+}
+
+func TestIndexListsNewestFirstAndRefreshesWhileFiring(t *testing.T) {
+	u := newUI(t, 0)
+	if body := u.get("/", 200); !strings.Contains(body, "Nothing has paged yet") || strings.Contains(body, "http-equiv=\"refresh\"") {
+		t.Fatalf("empty index:\n%s", body)
+	}
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	older := u.page(fp1, t0, nil)
+	newer := u.page(fp2, t0.Add(time.Minute), nil)
+	u.profile(newer, "newer.pb.gz", heapProfile(t), false)
+	body := u.get("/", 200)
+	if i, j := strings.Index(body, newer), strings.Index(body, older); i < 0 || j < 0 || i > j {
+		t.Errorf("newest first: %d %d", i, j)
+	}
+	for _, want := range []string{`http-equiv="refresh"`, "allocateLikeTheBaseline", "9.9x", "firing", "stream-latency"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("index lacks %q:\n%s", want, body)
+		}
+	}
+	u.resolve(older, fp1, t0)
+	u.resolve(newer, fp2, t0.Add(time.Minute))
+	if body := u.get("/", 200); strings.Contains(body, "http-equiv=\"refresh\"") || strings.Count(body, `class="state resolved"`) != 2 {
+		t.Errorf("nothing firing, yet:\n%s", body)
+	}
+}
+
+func TestUnknownAndMissingAre404(t *testing.T) {
+	u := newUI(t, 0)
+	id := u.page(fp1, time.Now(), nil)
+	for _, path := range []string{
+		"/incidents/nope", "/incidents/nope/pprof/", "/incidents/nope/diff/top",
+		"/incidents/" + id + "/pprof/flamegraph", // no profile yet
+		"/nosuchpage", "/slo/no-such-slo",
+	} {
+		u.get(path, 404)
+	}
+	u.profile(id, "p.pb.gz", heapProfile(t), false)
+	for _, path := range []string{
+		"/incidents/" + id + "/diff/flamegraph",    // not resolved, no after profile
+		"/incidents/" + id + "/pprof/saveconfig",   // would write pprof's settings
+		"/incidents/" + id + "/pprof/deleteconfig", // likewise
+		"/incidents/" + id + "/pprof/disasm",       // would run objdump
+	} {
+		u.get(path, 404)
+	}
+}
+
+// No route writes: every method but GET (and HEAD) is refused.
+func TestOnlyGET(t *testing.T) {
+	u := newUI(t, 0)
+	id := u.page(fp1, time.Now(), nil)
+	u.profile(id, "p.pb.gz", heapProfile(t), false)
+	for _, path := range []string{"/", "/incidents/" + id, "/incidents/" + id + "/pprof/top", "/incidents/" + id + "/pprof/saveconfig", "/slo/stream-latency", "/anything"} {
+		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+			status, hdr, _ := u.do(m, path)
+			if status != http.StatusMethodNotAllowed || !strings.Contains(hdr.Get("Allow"), "GET") {
+				t.Errorf("%s %s: %d, Allow %q", m, path, status, hdr.Get("Allow"))
+			}
+		}
+		if status, _, _ := u.do(http.MethodHead, path); status != 200 && status != 302 && status != 404 {
+			t.Errorf("HEAD %s: %d", path, status)
+		}
+	}
+}
+
+// The incident's profile in pprof's own web UI, opened on alloc_space, and
+// once resolved the difference to the profile taken after.
+func TestPProfViewsAndTheDiff(t *testing.T) {
+	u := newUI(t, 0)
+	start := time.Now().Add(-5 * time.Minute).Truncate(time.Second)
+	id := u.page(fp1, start, nil)
+	u.profile(id, "page.pb.gz", heapProfile(t), false)
+
+	page := u.get("/incidents/"+id, 200)
+	for _, want := range []string{"/incidents/" + id + "/pprof/flamegraph?si=alloc_space", "allocateLikeTheBaseline", "When the page resolves"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("incident page lacks %q", want)
+		}
+	}
+	if status, hdr, _ := u.do(http.MethodGet, "/incidents/"+id+"/pprof/"); status != http.StatusMovedPermanently || hdr.Get("Location") != "flamegraph" {
+		t.Errorf("pprof's root: %d to %q, want its relative redirect to the flame graph", status, hdr.Get("Location"))
+	}
+	top := u.get("/incidents/"+id+"/pprof/top", 200)
+	if !strings.Contains(top, "allocateLikeTheBaseline") || !strings.Contains(top, "alloc_space") {
+		t.Errorf("pprof top (default sample index) lacks the allocating function or alloc_space:\n%.2000s", top)
+	}
+	if fg := u.get("/incidents/"+id+"/pprof/flamegraph?si=alloc_space", 200); !strings.Contains(fg, "stackViewer(") || !strings.Contains(fg, "allocateLikeTheBaseline") {
+		t.Errorf("pprof flame graph:\n%.2000s", fg)
+	}
+
+	u.resolve(id, fp1, start)
+	u.profile(id, "after.pb.gz", heapProfile(t), true)
+	page = u.get("/incidents/"+id, 200)
+	for _, want := range []string{"-diff_base", "/incidents/" + id + "/diff/flamegraph?si=alloc_space", "after the incident resolved"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("resolved incident page lacks %q", want)
+		}
+	}
+	if diff := u.get("/incidents/"+id+"/diff/top?si=alloc_space", 200); !strings.Contains(diff, "allocateLikeTheBaseline") {
+		t.Errorf("diff top:\n%.2000s", diff)
+	}
+}
+
+// Built pprof UIs are kept, but only so many: each holds a parsed profile.
+func TestViewCacheIsBounded(t *testing.T) {
+	u := newUI(t, 2)
+	raw := heapProfile(t)
+	var ids []string
+	for i, fp := range []string{fp1, fp2, fp3} {
+		id := u.page(fp, time.Now().Add(time.Duration(i)*time.Second), nil)
+		u.profile(id, fmt.Sprintf("p%d.pb.gz", i), raw, false)
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		u.get("/incidents/"+id+"/pprof/top", 200)
+		u.get("/incidents/"+id+"/pprof/top", 200)
+	}
+	if n, b := u.h.views.len(), u.h.views.builds.Load(); n != 2 || b != 3 {
+		t.Fatalf("%d views kept after %d builds, want 2 after 3", n, b)
+	}
+	u.get("/incidents/"+ids[2]+"/pprof/flamegraph", 200) // kept
+	u.get("/incidents/"+ids[0]+"/pprof/top", 200)        // evicted: built again
+	if n, b := u.h.views.len(), u.h.views.builds.Load(); n != 2 || b != 4 {
+		t.Fatalf("%d views kept after %d builds, want 2 after 4", n, b)
+	}
+}
+
+// A profile file the journal names but that is gone is an error page, not
+// a crash, and is tried again on the next request.
+func TestAMissingProfileFileIsAnErrorPage(t *testing.T) {
+	u := newUI(t, 0)
+	id := u.page(fp1, time.Now(), nil)
+	u.profile(id, "gone.pb.gz", heapProfile(t), false)
+	if err := u.st.Profiles().Remove("gone.pb.gz"); err != nil {
+		t.Fatal(err)
+	}
+	u.get("/incidents/"+id+"/pprof/top", 500)
+	if u.h.views.len() != 0 {
+		t.Error("a failed build was kept")
+	}
+}
+
+// The link in the page alert's annotations names the SLO; it leads to the
+// SLO's newest page, not a newer ticket of it.
+func TestSLOLinkLeadsToTheNewestPage(t *testing.T) {
+	u := newUI(t, 0)
+	t0 := time.Now().Add(-time.Hour)
+	u.page(fp1, t0, nil)
+	newest := u.page(fp2, t0.Add(time.Minute), nil)
+	u.page(fp3, t0.Add(2*time.Minute), map[string]string{"severity": "ticket"})
+	u.page("00000000000000bb", t0.Add(3*time.Minute), map[string]string{"sloth_slo": "ttft"})
+	status, hdr, _ := u.do(http.MethodGet, "/slo/stream-latency")
+	if status != http.StatusFound || hdr.Get("Location") != "/incidents/"+newest {
+		t.Fatalf("%d to %q, want /incidents/%s", status, hdr.Get("Location"), newest)
+	}
+}

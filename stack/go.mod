@@ -20,6 +20,9 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-require burnlab/shared v0.0.0
+require (
+	burnlab/shared v0.0.0
+	go.yaml.in/yaml/v3 v3.0.5
+)
 
 replace burnlab/shared => ../shared

@@ -1,22 +1,56 @@
-// Package slo holds the stream-latency SLO that every part of burnlab measures
-// against, and the write-up's "What actually moved" table. It is not internal:
-// the load generator reports against the same threshold and buckets.
+// Package slo is the one home of every SLO number in burnlab: the
+// thresholds and objectives of the llm-gateway's SLOs, the buckets and
+// histogram options that measure them, and the write-up's "What actually
+// moved" table. The gateway and the load generator record with them, the
+// calibration and the dashboard are made from them, and a test in stack/
+// holds prometheus/slo/llm-gateway.yml (the Sloth spec the rules come from)
+// to them.
 package slo
 
-import "time"
+import (
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The SLOs of prometheus/slo/llm-gateway.yml, on POST /v1/chat/stream.
 const (
-	// Threshold is the latency objective of one full token stream.
+	// Threshold is the latency objective of one full token stream
+	// (stream-latency).
 	Threshold = 600 * time.Millisecond
-	// Objective is the share of streams that must finish within Threshold over
-	// the 30-day window; 1-Objective is the error budget (0.1%).
+	// Objective is the share of streams that must finish within Threshold
+	// over the SLO period (stream-latency), and the share that must not
+	// fail (availability).
 	Objective = 0.999
+	// Budget is their error budget: exactly 0.001, as constant arithmetic
+	// is exact.
+	Budget = 1 - Objective
+	// TTFTThreshold is the time-to-first-token objective of one stream.
+	TTFTThreshold = 250 * time.Millisecond
+	// TTFTObjective is the share of streams whose first token must come
+	// within TTFTThreshold.
+	TTFTObjective = 0.99
 )
 
 // Buckets are the classic histogram buckets, in seconds, of every stream
 // duration histogram in burnlab. They include the threshold exactly (0.6) so
 // that `le="0.6"` is an exact SLI, with resolution on both sides of it.
 var Buckets = []float64{.01, .05, .1, .2, .3, .4, .5, .6, .75, 1, 2.5, 5, 10, 30}
+
+// TTFTBuckets are the buckets of every time-to-first-token histogram,
+// TTFTThreshold (0.25) among them.
+var TTFTBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+// Native adds the native-histogram options every burnlab latency
+// histogram has beside its classic buckets: fine resolution (10 % bucket
+// width) where a scraper asks for it, a bounded bucket count, and no reset
+// more often than hourly.
+func Native(o prometheus.HistogramOpts) prometheus.HistogramOpts {
+	o.NativeHistogramBucketFactor = 1.1
+	o.NativeHistogramMaxBucketNumber = 160
+	o.NativeHistogramMinResetDuration = time.Hour
+	return o
+}
 
 // BurnRate is how many times faster than sustainable the error budget burns
 // when breaches of total streams miss the objective: 1 spends exactly the

@@ -39,3 +39,23 @@ func TestWriteTable(t *testing.T) {
 		t.Errorf("table without allocations:\n%s", b.String())
 	}
 }
+
+// Each latency SLO's threshold must be a bucket bound of its histogram, or
+// its le="…" SLI would read the nearest bound instead.
+func TestBucketsHoldTheThresholds(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		threshold float64
+		buckets   []float64
+	}{
+		{"stream duration", Threshold.Seconds(), Buckets},
+		{"TTFT", TTFTThreshold.Seconds(), TTFTBuckets},
+	} {
+		if !slices.Contains(c.buckets, c.threshold) {
+			t.Errorf("%s buckets %v lack the threshold %v", c.name, c.buckets, c.threshold)
+		}
+	}
+	if Budget != 0.001 {
+		t.Errorf("Budget = %v, want 0.001 exactly", Budget)
+	}
+}

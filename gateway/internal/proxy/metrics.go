@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"burnlab/gateway/internal/redact"
@@ -23,9 +21,6 @@ const (
 	limitStreams = "streams"
 )
 
-// TTFTBuckets include the time-to-first-token SLO threshold, 0.25 s.
-var TTFTBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
-
 // Metrics are the gateway's Prometheus series. Their names are a contract
 // with the SLO rules and the dashboard.
 type Metrics struct {
@@ -42,22 +37,16 @@ type Metrics struct {
 // NewMetrics registers the gateway's metrics on reg, with every tenant's and
 // every redaction kind's series created at zero so rates start from a point.
 func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []string) *Metrics {
-	nativeOpts := func(o prometheus.HistogramOpts) prometheus.HistogramOpts {
-		o.NativeHistogramBucketFactor = 1.1
-		o.NativeHistogramMaxBucketNumber = 160
-		o.NativeHistogramMinResetDuration = time.Hour
-		return o
-	}
 	m := &Metrics{
-		duration: prometheus.NewHistogramVec(nativeOpts(prometheus.HistogramOpts{
+		duration: prometheus.NewHistogramVec(slo.Native(prometheus.HistogramOpts{
 			Name:    "gateway_stream_duration_seconds",
 			Help:    "Wall-clock time from a request being accepted to the last byte of its stream forwarded.",
 			Buckets: slo.Buckets,
 		}), []string{"route", "outcome"}),
-		ttft: prometheus.NewHistogramVec(nativeOpts(prometheus.HistogramOpts{
+		ttft: prometheus.NewHistogramVec(slo.Native(prometheus.HistogramOpts{
 			Name:    "gateway_stream_ttft_seconds",
 			Help:    "Time from a request being accepted to its first token forwarded.",
-			Buckets: TTFTBuckets,
+			Buckets: slo.TTFTBuckets,
 		}), []string{"route"}),
 		events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_stream_events_total",

@@ -5,6 +5,8 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
@@ -14,6 +16,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+
+	"burnlab/shared/slo"
 )
 
 // UID, PrometheusUID and PagerUID are fixed so links, provisioning and
@@ -42,10 +46,14 @@ func query(expr, legend string) *prometheus.DataqueryBuilder {
 	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend)
 }
 
-// The SLO's route and objective, as in prometheus/slo/llm-gateway.yml.
-const (
-	route  = `route="/v1/chat/stream"`
-	budget = "0.001"
+// The SLO's route, as in prometheus/slo/llm-gateway.yml, and its numbers
+// from the one place they live.
+const route = `route="/v1/chat/stream"`
+
+var (
+	budget    = strconv.FormatFloat(slo.Budget, 'g', -1, 64)
+	threshold = fmt.Sprintf("%d ms", slo.Threshold.Milliseconds())
+	objective = strconv.FormatFloat(100*slo.Objective, 'g', -1, 64) + " %"
 )
 
 func series(title, description, unit string, span uint32, queries ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {
@@ -97,15 +105,15 @@ func Build() (dashboard.Dashboard, error) {
 			Expr(`ALERTS{alertstate="firing", severity="page", sloth_service="llm-gateway"}`))
 
 	b = b.WithRow(dashboard.NewRowBuilder("Error budget")).
-		WithPanel(single("SLI now (stream latency)", "Share of streams within 600 ms over the shortest alert window. Under 99.9 % the budget is burning.", "percentunit",
+		WithPanel(single("SLI now (stream latency)", "Share of streams within "+threshold+" over the shortest alert window. Under "+objective+" the budget is burning.", "percentunit",
 			query(`1 - max(slo:current_burn_rate:ratio{sloth_slo="stream-latency"}) * `+budget, "SLI")).Decimals(2)).
-		WithPanel(single("SLI over the SLO period", "Share of streams within 600 ms over the whole SLO period (10 h in the lab, 30 d in production).", "percentunit",
+		WithPanel(single("SLI over the SLO period", "Share of streams within "+threshold+" over the whole SLO period (10 h in the lab, 30 d in production).", "percentunit",
 			query(`1 - max(slo:period_burn_rate:ratio{sloth_slo="stream-latency"}) * `+budget, "SLI")).Decimals(3)).
 		WithPanel(single("Error budget remaining", "Budget left for the period, per SLO: only stream-latency should fall; availability and ttft stay full.", "percentunit",
 			query(`slo:period_error_budget_remaining:ratio`, "{{sloth_slo}}"))).
 		WithPanel(single("Gateway build", "Which transcript parser is running: baseline (regexp + string +=) or fixed (HasPrefix + Builder).", "none",
 			query(`max by (variant) (gateway_build_info)`, "{{variant}}"))).
-		WithPanel(series("Burn rate by window (stream latency)", "Error ratio over each alert window divided by the 0.1 % budget. A page needs a long and its short window both over 14.4x or both over 6x (the lines).", "x", 12,
+		WithPanel(series("Burn rate by window (stream latency)", "Error ratio over each alert window divided by the "+strconv.FormatFloat(100*slo.Budget, 'g', -1, 64)+" % budget. A page needs a long and its short window both over 14.4x or both over 6x (the lines).", "x", 12,
 			query(`{__name__=~"slo:sli_error:ratio_rate.+", sloth_slo="stream-latency", sloth_window!~"10h|30d"} / `+budget, "{{sloth_window}}")).
 			Thresholds(burnThresholds()).
 			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine))).
@@ -115,16 +123,16 @@ func Build() (dashboard.Dashboard, error) {
 			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)))
 
 	b = b.WithRow(dashboard.NewRowBuilder("Latency and traffic")).
-		WithPanel(series("Stream duration: server and client", "p50 stays low while p99 and p99.9 cross 600 ms: a tail, not a flood. Client (loadgen) times include queueing from the scheduled start.", "s", 12,
+		WithPanel(series("Stream duration: server and client", "p50 stays low while p99 and p99.9 cross "+threshold+": a tail, not a flood. Client (loadgen) times include queueing from the scheduled start.", "s", 12,
 			append(quantiles("gateway_stream_duration_seconds", "server", route+`,outcome="ok"`),
 				quantiles("loadgen_stream_duration_seconds", "client", `outcome="ok"`)...)...).
 			Thresholds(dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps([]dashboard.Threshold{
-				{Color: "green"}, {Value: cog.ToPtr(0.6), Color: "red"}})).
+				{Color: "green"}, {Value: cog.ToPtr(slo.Threshold.Seconds()), Color: "red"}})).
 			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine))).
 		WithPanel(series("Streams per second by outcome", "No 5xx spike: streams keep ending ok, just late. upstream_error would show a real outage.", "reqps", 12,
 			query(`sum by (outcome) (rate(gateway_stream_duration_seconds_count{`+route+`}[$__rate_interval]))`, "server {{outcome}}"),
 			query(`sum by (outcome) (rate(loadgen_streams_total[$__rate_interval]))`, "client {{outcome}}"))).
-		WithPanel(series("Time to first token", "TTFT stays under its 250 ms objective in both builds: the first event is cheap even for the baseline parser.", "s", 12,
+		WithPanel(series("Time to first token", "TTFT stays under its "+fmt.Sprintf("%d ms", slo.TTFTThreshold.Milliseconds())+" objective in both builds: the first event is cheap even for the baseline parser.", "s", 12,
 			query(`histogram_quantile(0.99, sum by (le) (rate(gateway_stream_ttft_seconds_bucket{`+route+`}[$__rate_interval])))`, "server p99"),
 			query(`histogram_quantile(0.99, sum by (le) (rate(loadgen_ttft_seconds_bucket[$__rate_interval])))`, "client p99"))).
 		WithPanel(series("Page and ticket alerts", "Firing burn-rate alerts by severity; the page should appear minutes after the baseline starts and clear after the switch to fixed.", "none", 12,

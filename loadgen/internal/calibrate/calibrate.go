@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"burnlab/loadgen/internal/shape"
+	"burnlab/shared/slo"
 )
 
 // Point is the fastest time of streams of one length.
@@ -121,9 +122,10 @@ type Options struct {
 	Seed      uint64
 }
 
-// DefaultOptions fit the lab: a 600 ms SLO, a 2-minute short page window.
+// DefaultOptions fit the lab: the stream-latency SLO, a 2-minute short page
+// window.
 func DefaultOptions() Options {
-	return Options{SLO: 600 * time.Millisecond, ShortWindow: 2 * time.Minute, MinBreaches: 30, CPUBudget: 0.7, LongEvery: 100, Seed: 1}
+	return Options{SLO: slo.Threshold, ShortWindow: 2 * time.Minute, MinBreaches: 30, CPUBudget: 0.7, LongEvery: 100, Seed: 1}
 }
 
 // ErrNotBaseline means the gateway's cost is not quadratic: it is the fixed

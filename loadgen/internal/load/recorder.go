@@ -10,9 +10,6 @@ import (
 	"burnlab/shared/slo"
 )
 
-// TTFTBuckets match the gateway's, including the 0.25 s TTFT objective.
-var TTFTBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
-
 // Recorder keeps every stream's result: HDR histograms for the report's
 // percentiles and Prometheus metrics for the dashboard's client-side SLI.
 type Recorder struct {
@@ -45,16 +42,13 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 		ttft:     hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3),
 		outcomes: map[string]int{},
 		errors:   map[string]int{},
-		mDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:                            "loadgen_stream_duration_seconds",
-			Help:                            "Client-side stream time, from the scheduled start to [DONE] or the end of the stream.",
-			Buckets:                         slo.Buckets,
-			NativeHistogramBucketFactor:     1.1,
-			NativeHistogramMaxBucketNumber:  160,
-			NativeHistogramMinResetDuration: time.Hour,
-		}, []string{"outcome"}),
+		mDuration: prometheus.NewHistogramVec(slo.Native(prometheus.HistogramOpts{
+			Name:    "loadgen_stream_duration_seconds",
+			Help:    "Client-side stream time, from the scheduled start to [DONE] or the end of the stream.",
+			Buckets: slo.Buckets,
+		}), []string{"outcome"}),
 		mTTFT: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "loadgen_ttft_seconds", Help: "Client-side time to first token, from the scheduled start.", Buckets: TTFTBuckets,
+			Name: "loadgen_ttft_seconds", Help: "Client-side time to first token, from the scheduled start.", Buckets: slo.TTFTBuckets,
 		}),
 		mStreams: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "loadgen_streams_total", Help: "Streams finished, by outcome.",

@@ -1,6 +1,7 @@
-// Package layout holds the repo to its dependency direction: services →
-// shared; stack → services; nothing → stack.
-package layout
+// Package contracts holds the repo to the agreements between its parts:
+// the dependency direction (services → shared; stack → services; nothing →
+// stack) and the SLO numbers that the Sloth spec and the code both state.
+package contracts
 
 import (
 	"os/exec"

@@ -225,12 +225,10 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Float64Var(&o.CPUBudget, "cpu-budget", o.CPUBudget, "cores the baseline gateway may keep busy on average")
 	fs.IntVar(&o.LongEvery, "long-every", o.LongEvery, "one long generation per this many streams (100: a 10x burn)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the ordinary streams' lengths")
-	service.Usage(fs, map[string]string{"target": "LOADGEN_TARGET", "tenants": "LOADGEN_TENANTS"},
-		"loadgen calibrate times streams through the baseline gateway, fits t(n) = a·n² + b·n + c and writes a shape\n\nFlags:\n")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := service.Env(fs, map[string]string{"target": "LOADGEN_TARGET", "tenants": "LOADGEN_TENANTS"}); err != nil {
+	// The same variables as run's, for the flags the two share.
+	envs := map[string]string{"target": envs["target"], "tenants": envs["tenants"]}
+	service.Usage(fs, envs, "loadgen calibrate times streams through the baseline gateway, fits t(n) = a·n² + b·n + c and writes a shape\n\nFlags:\n")
+	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
 	keys, err := load.ParseKeys(*tenants)

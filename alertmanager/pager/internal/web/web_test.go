@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -267,8 +269,21 @@ func TestPProfViewsAndTheDiff(t *testing.T) {
 			t.Errorf("resolved incident page lacks %q", want)
 		}
 	}
-	if diff := u.get("/incidents/"+id+"/diff/top?si=alloc_space", 200); !strings.Contains(diff, "allocateLikeTheBaseline") {
+	diff := u.get("/incidents/"+id+"/diff/top?si=alloc_space", 200)
+	if !strings.Contains(diff, "allocateLikeTheBaseline") {
 		t.Errorf("diff top:\n%.2000s", diff)
+	}
+	// -diff_base, not -base: percentages are of the page-time profile's
+	// total, so "the function's share went from 99% to 0" reads as such.
+	inc, _ := u.st.Incident(id)
+	m := regexp.MustCompile(`of (-?[0-9.]+)(B|kB|MB|GB) total`).FindStringSubmatch(diff)
+	if m == nil {
+		t.Fatalf("no total in the diff's legend:\n%.3000s", diff)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	v *= map[string]float64{"B": 1, "kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[m[2]]
+	if base := float64(inc.Profile.Total); v < 0.99*base || v > 1.01*base {
+		t.Errorf("the diff's percentages are of %s%s, want the page-time total %d bytes", m[1], m[2], inc.Profile.Total)
 	}
 }
 

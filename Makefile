@@ -30,7 +30,7 @@ test: tools ## every test: Go (vet, -race, both builds), SLO rules (drift, promt
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
 	$(GO) test -race -count=1 $(MODULES)
 	$(GO) test -race -count=1 -tags fixed ./gateway/cmd/gateway
-	$(MAKE) --no-print-directory load plugin check-rules check-config check-compose e2e
+	$(MAKE) --no-print-directory load plugin check-rules check-config check-compose check-kubernetes e2e
 
 .PHONY: load
 load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, so the figures are the gateway's)
@@ -97,6 +97,17 @@ check-config: ## promtool check config (with each rule set) and amtool check-con
 .PHONY: check-compose
 check-compose: ## load docker-compose.yml with compose-go, lint the Dockerfile with buildkit, hold both to the lab
 	cd stack/compose && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
+
+# The Kubernetes checks' module stays out of go.work too: kustomize,
+# k8s.io/api and the Prometheus Operator's types would move the services'
+# versions. promtool (make tools) checks the PrometheusRules' groups.
+.PHONY: check-kubernetes
+check-kubernetes: tools ## build every deploy/kubernetes overlay with kustomize's Go API, decode strictly, hold it to compose, the lab and the rules
+	cd stack/kubernetes && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
+
+.PHONY: k8s
+k8s: ## regenerate deploy/kubernetes's PrometheusRules and dashboard copy from prometheus/rules/ and grafana/dashboards/
+	cd stack/kubernetes && GOWORK=off $(GO) run ./cmd/k8sgen -root ../..
 
 .PHONY: bench
 bench: ## parser and end-to-end stream benchmarks (figures, not assertions)

@@ -23,14 +23,28 @@ build: ## build every binary (both gateway variants) into bin/
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/loadgen ./loadgen/cmd/loadgen
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/pager ./alertmanager/pager/cmd/pager
 
-.PHONY: test
-test: tools ## every test: Go (vet, -race, both builds), SLO rules (drift, promtool), configs
+.PHONY: check
+check: ## the inner loop: vet, lint and every unit test (-race, both gateway builds), no e2e (~2 min warm)
 	$(GO) version
 	$(GO) vet $(MODULES)
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
+	$(MAKE) --no-print-directory lint
 	$(GO) test -race -count=1 $(MODULES)
 	$(GO) test -race -count=1 -tags fixed ./gateway/cmd/gateway
+
+.PHONY: test
+test: tools check ## every test: make check, the load checks, SLO rules (drift, promtool), configs, compose, the e2e
 	$(MAKE) --no-print-directory load plugin check-rules check-config check-compose check-kubernetes e2e
+
+# golangci-lint builds in its own module, out of go.work, as Sloth does; the
+# first build takes a few minutes, later ones come from the build cache.
+LINT := $(BIN)/golangci-lint
+.PHONY: lint
+lint: ## golangci-lint (.golangci.yml) over every module, the compose and Kubernetes checks' too
+	@mkdir -p $(BIN)
+	GOWORK=off $(GO) -C tools/lint build -o $(abspath $(LINT)) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	$(LINT) run $(MODULES)
+	for m in stack/compose stack/kubernetes; do (cd $$m && GOWORK=off $(abspath $(LINT)) run ./...) || exit 1; done
 
 .PHONY: load
 load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, so the figures are the gateway's)

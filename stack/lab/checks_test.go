@@ -1,11 +1,6 @@
 package lab
 
-import (
-	"maps"
-	"slices"
-
-	"burnlab/shared/incident"
-)
+import "burnlab/shared/incident"
 
 // The e2e's checks. Each returns the error of reading the pager or
 // Prometheus: a check that cannot read must fail, never pass as "silent".
@@ -53,5 +48,3 @@ func hasAlert(alerts []Alert, slo, severity, state string) bool {
 	}
 	return false
 }
-
-func keys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,3 +259,5 @@ func dashboardQueries(t *testing.T, root string) map[string]string {
 	}
 	return out
 }
+
+func keys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,13 +1,14 @@
 package lab
 
 import (
-	"burnlab/shared/incident"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"burnlab/shared/incident"
 )
 
 // Incidents asks the lab's pager.

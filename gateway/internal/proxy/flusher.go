@@ -38,6 +38,11 @@ func (f *flusher) line(b []byte) {
 	}
 }
 
+// done lifts the write deadline, which a kept-alive connection must not
+// inherit. It can only fail on a connection already gone, with no one left
+// to tell.
+func (f *flusher) done() { _ = f.rc.SetWriteDeadline(time.Time{}) }
+
 // flush sends what is buffered. A client that takes no bytes for the
 // timeout is given up, so a stalled reader cannot hold a stream open.
 func (f *flusher) flush() error {

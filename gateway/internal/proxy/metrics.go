@@ -17,7 +17,7 @@ const (
 
 // Values of gateway_quota_rejections_total's limit label.
 const (
-	limitTokens  = "tokens_per_minute"
+	limitTokens  = "tokens_per_minute" //nolint:gosec // G101 reads "tokens" as a secret; this is a label value
 	limitStreams = "streams"
 )
 

@@ -49,7 +49,7 @@ func envOr(k, def string) string {
 
 func memLimit() string {
 	if l := debug.SetMemoryLimit(-1); l != 1<<63-1 {
-		return slo.FormatBytes(uint64(l))
+		return slo.FormatBytes(uint64(l)) //nolint:gosec // G115: a set limit is positive
 	}
 	return "off"
 }

@@ -75,7 +75,7 @@ const (
 
 // SynthEvents stands in for the network read: the n events of stream i.
 func (t Traffic) SynthEvents(i int) []string {
-	rng := rand.New(rand.NewPCG(t.Seed, uint64(i)))
+	rng := rand.New(rand.NewPCG(t.Seed, uint64(i))) //nolint:gosec // G115: a stream's index is never negative
 	n := t.EventsMin + rng.IntN(t.EventsMax-t.EventsMin+1)
 	events := make([]string, n)
 	var buf [6 + maxPayload]byte
@@ -85,7 +85,7 @@ func (t Traffic) SynthEvents(i int) []string {
 		b = append(b, `,"tok":"`...)
 		size := minPayload + rng.IntN(maxPayload-minPayload+1)
 		for len(b) < 6+size-2 {
-			b = append(b, byte('a'+rng.IntN(26)))
+			b = append(b, byte('a'+rng.IntN(26))) //nolint:gosec // G115: a letter, a to z
 		}
 		b = append(b, `"}`...)
 		events[j] = string(b)

@@ -194,11 +194,11 @@ func compare(args []string, stdout io.Writer) error {
 	if len(args) != 2 {
 		return errors.New("usage: loadgen compare baseline.json fixed.json")
 	}
-	base, err := load.LoadReport(args[0])
+	base, err := load.ReadReport(args[0])
 	if err != nil {
 		return err
 	}
-	fixed, err := load.LoadReport(args[1])
+	fixed, err := load.ReadReport(args[1])
 	if err != nil {
 		return err
 	}

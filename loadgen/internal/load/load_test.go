@@ -176,7 +176,7 @@ func TestReportRoundTripAndCompare(t *testing.T) {
 	if err := base.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	back, err := LoadReport(path)
+	back, err := ReadReport(path)
 	if err != nil || back.BurnRate != base.BurnRate || back.Duration != base.Duration {
 		t.Fatalf("round trip: %+v %v", back, err)
 	}
@@ -192,7 +192,7 @@ func TestReportRoundTripAndCompare(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
-	if _, err := LoadReport(filepath.Join(dir, "missing.json")); err == nil {
+	if _, err := ReadReport(filepath.Join(dir, "missing.json")); err == nil {
 		t.Error("missing report accepted")
 	}
 }

@@ -118,11 +118,18 @@ func (r *Recorder) record(res Result) {
 		}
 	}
 	if res.Outcome == OutcomeOK {
-		r.duration.RecordValue(max(1, res.Duration.Microseconds()))
+		record(r.duration, res.Duration)
 	}
 	if res.TTFT > 0 {
-		r.ttft.RecordValue(max(1, res.TTFT.Microseconds()))
+		record(r.ttft, res.TTFT)
 	}
+}
+
+// record adds d to h in µs, held to h's range: a stream longer than the
+// histogram's ten minutes counts as ten minutes, not as nothing.
+func record(h *hdrhistogram.Histogram, d time.Duration) {
+	us := min(max(1, d.Microseconds()), h.HighestTrackableValue())
+	_ = h.RecordValue(us) // in range by construction: cannot fail
 }
 
 // firstWords keeps error kinds few: messages differ in their details.
@@ -140,9 +147,12 @@ type Snapshot struct {
 	P50, P99                                                    time.Duration
 }
 
-// BreachRate and BurnRate of the streams that count toward the SLO.
+// BreachRate is the share of the streams that count toward the SLO that
+// missed it.
 func (s Snapshot) BreachRate() float64 { return slo.BreachRate(s.Breaches, s.Counted) }
-func (s Snapshot) BurnRate() float64   { return slo.BurnRate(s.Breaches, s.Counted) }
+
+// BurnRate is how fast those streams spend the error budget.
+func (s Snapshot) BurnRate() float64 { return slo.BurnRate(s.Breaches, s.Counted) }
 
 // Snapshot reads the counters now.
 func (r *Recorder) Snapshot() Snapshot {

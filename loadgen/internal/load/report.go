@@ -152,8 +152,8 @@ func (rep Report) Save(path string) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// LoadReport reads a report written by Save.
-func LoadReport(path string) (Report, error) {
+// ReadReport reads a report written by Save.
+func ReadReport(path string) (Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Report{}, fmt.Errorf("report: %w", err)

@@ -222,7 +222,9 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand
 		return rc.Flush()
 	}
 	if p.cfg.FirstTokenDelay > 0 {
-		flush()
+		if err := flush(); err != nil {
+			return 0, err
+		}
 		if !sleep(r, p.cfg.FirstTokenDelay) {
 			return 0, r.Context().Err()
 		}
@@ -234,7 +236,7 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand
 	for i := range length {
 		if i == resetAt {
 			p.faults.WithLabelValues("reset").Inc()
-			flush()
+			_ = flush() // the reset comes either way; a failed flush only ends the stream sooner
 			return sent, reset(w)
 		}
 		if i == malformedAt {
@@ -279,7 +281,8 @@ func (p *Provider) complete(w http.ResponseWriter, rng *rand.Rand, id string, le
 	}
 	w.Header().Set("Content-Type", "application/json")
 	p.requestsTotal.WithLabelValues("200").Inc()
-	json.NewEncoder(w).Encode(map[string]any{
+	// An error here is a client gone before its answer: nothing to do.
+	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": "burnlab-synthetic",
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 			"message": map[string]string{"role": "assistant", "content": string(text)}}},
@@ -310,7 +313,7 @@ func reset(w http.ResponseWriter) error {
 		return fmt.Errorf("reset: %w", err)
 	}
 	if tc, ok := conn.(*net.TCPConn); ok {
-		tc.SetLinger(0)
+		_ = tc.SetLinger(0) // best effort: without it the close is a FIN, still a cut stream
 	}
 	conn.Close()
 	return errReset

@@ -91,10 +91,16 @@ func up(ctx context.Context, stdout io.Writer, variant, windows, dir, shape, con
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		fmt.Fprintf(w, "gateway is now the %s build\n", v)
+		// Plain text, and v is a variant Switch accepted: nothing to escape.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "gateway is now the %s build\n", v) //nolint:gosec // G705: see above
 	})
 	srv := &http.Server{Addr: control, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.ListenAndServe()
+	go func() {
+		if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(stdout, "lab: the switch control on %s stopped: %v (make lab-switch will not reach it)\n", control, err)
+		}
+	}()
 	defer srv.Close()
 	fmt.Fprintf(stdout, "\nburnlab is up (gateway: %s build, %s SLO windows). Ctrl-C stops everything.\n", variant, windows)
 	for _, u := range l.URLs() {

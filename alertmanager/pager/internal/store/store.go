@@ -5,7 +5,6 @@
 package store
 
 import (
-	"burnlab/shared/incident"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"burnlab/shared/incident"
 )
 
 // Alert is one alert of an Alertmanager webhook payload (version 4).
@@ -369,7 +370,7 @@ func (s *Store) Incidents() []incident.Incident {
 	return out
 }
 
-// incident.Incident returns one incident by id.
+// Incident returns one incident by id.
 func (s *Store) Incident(id string) (incident.Incident, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bufio"
-	"burnlab/shared/incident"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"burnlab/shared/incident"
 )
 
 var start = time.Date(2026, 12, 1, 3, 12, 0, 0, time.UTC)

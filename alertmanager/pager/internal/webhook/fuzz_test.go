@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"burnlab/shared/pproftop"
 	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/shared/pproftop"
 )
 
 // cannedGateway answers every request with one heap profile, so a fuzzed

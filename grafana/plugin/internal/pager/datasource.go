@@ -5,7 +5,6 @@
 package pager
 
 import (
-	"burnlab/shared/incident"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"burnlab/shared/incident"
 
 	"github.com/google/pprof/profile"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"

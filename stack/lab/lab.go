@@ -388,7 +388,10 @@ func (l *Lab) Stop() {
 func (l *Lab) startGateway(ctx context.Context, variant string) error {
 	a := l.cfg.Addrs
 	return l.start(ctx, Gateway, []string{l.bin("gateway-" + variant), "-listen", a.GatewayPublic, "-admin", a.GatewayAdmin,
-		"-upstream", "http://" + a.Upstream, "-tenants", l.cfg.Tenants}, "http://"+a.GatewayAdmin+"/readyz")
+		"-upstream", "http://" + a.Upstream, "-tenants", l.cfg.Tenants,
+		// Nothing routes by /readyz here: a grace period would only keep
+		// the old build serving, and breaching, after a switch.
+		"-drain-grace", "0s"}, "http://"+a.GatewayAdmin+"/readyz")
 }
 
 // Switch replaces the gateway with the other build, as the compose tag

@@ -85,6 +85,40 @@ func TestScanRefusesWhatIsNotAnOrdinaryChunk(t *testing.T) {
 	}
 }
 
+// shapes are chunks as providers send them, to arm the scanner's shortcut.
+var shapes = [][]byte{
+	[]byte(`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"}}]}`),
+	[]byte(`{"choices":[{"delta":{"content":"a"},"index":1}]}`),
+	[]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`),
+	[]byte(`{"content":"x"}`),
+}
+
+// The shortcut takes a chunk in the last one's shape without a walk, and
+// only then: same bytes around exactly one JSON string.
+func TestScanShortcutTakesOnlyTheSameShape(t *testing.T) {
+	var sc Scanner
+	sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"first"}}]}`))
+	for payload, want := range map[string]string{
+		`{"choices":[{"index":3,"delta":{"content":"second \"quoted\""}}]}`: `[{42 61 {3 -1 0} true}]`,
+		`{"choices":[{"index":3,"delta":{"content":""}}]}`:                  `[{42 44 {3 -1 0} false}]`,
+		// The same bytes around more than one string: a walk finds both.
+		`{"choices":[{"index":3,"delta":{"content":"a","refusal":"b"}}]}`:    `[{42 45 {3 -1 0} false} {56 59 {3 -1 1} false}]`,
+		`{"choices":[{"index":3,"delta":{"content":"a"},"x":{"text":"b"}}]}`: `[{42 45 {3 -1 0} false} {59 62 {3 -1 4} false}]`,
+		`{"choices":[{"index":3,"delta":{"content":null}}]}`:                 `[]`,
+	} {
+		var fresh Scanner
+		want2, _ := fresh.Scan([]byte(payload))
+		got, err := sc.Scan([]byte(payload))
+		if err != nil || fmt.Sprint(got) != want || fmt.Sprint(want2) != want {
+			t.Errorf("Scan(%s) = %v %v (fresh: %v), want %s", payload, got, err, want2, want)
+		}
+		sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"first"}}]}`))
+	}
+	if _, err := sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"bad \x"}}]}`)); err == nil {
+		t.Error("the shortcut let an invalid escape through")
+	}
+}
+
 // FuzzScan holds the scanner to encoding/json: it accepts exactly the valid
 // documents (within its limits), and each span it reports is a JSON string
 // that decodes.
@@ -102,6 +136,17 @@ func FuzzScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		var sc Scanner
 		spans, err := sc.Scan(payload)
+		// A scanner that has seen other chunks (its shape shortcut armed)
+		// must answer exactly as a fresh one, and so must a second look at
+		// the same payload.
+		for _, prev := range append(shapes, payload) {
+			var warm Scanner
+			warm.Scan(prev)
+			again, err2 := warm.Scan(payload)
+			if fmt.Sprint(again, err2) != fmt.Sprint(spans, err) {
+				t.Fatalf("after %q, Scan(%q) = %v %v; a fresh scanner says %v %v", prev, payload, again, err2, spans, err)
+			}
+		}
 		valid := json.Valid(payload)
 		switch {
 		case errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrBadIndex):

@@ -41,10 +41,12 @@ type Key struct {
 }
 
 // Span is one text string of a chunk: the bounds of the quoted JSON string,
-// quotes included, and the stream it belongs to.
+// quotes included, and the stream it belongs to. Escaped is false for a
+// string with no backslash, whose text is its bytes between the quotes.
 type Span struct {
 	Start, End int
 	Key        Key
+	Escaped    bool
 }
 
 // Limits of what a chunk may hold; past them it is not an ordinary chunk
@@ -73,6 +75,16 @@ type Scanner struct {
 	// appearance: its "index" value, or -1 until one is seen.
 	choices, tools []int
 	key            []byte
+
+	// The last chunk with exactly one text, around it. A provider sends
+	// almost every chunk of a stream in one shape: same id, same choice,
+	// same field, only the text differs. A chunk made of the same bytes
+	// around one JSON string parses the same way — the bytes before it
+	// leave the parser in the same place, the bytes after it take it to
+	// the same end — so it needs no walk.
+	head, tail []byte
+	shape      Key
+	shaped     bool
 }
 
 // element roles: where in a chunk a value sits.
@@ -97,6 +109,10 @@ type where struct {
 // Scan returns the text strings of payload in document order. The slice is
 // the Scanner's, valid until the next Scan.
 func (s *Scanner) Scan(payload []byte) ([]Span, error) {
+	if sp, ok := s.sameShape(payload); ok {
+		s.spans = append(s.spans[:0], sp)
+		return s.spans, nil
+	}
 	s.p, s.spans, s.choices, s.tools = payload, s.spans[:0], s.choices[:0], s.tools[:0]
 	i, err := s.value(skipSpace(payload, 0), 0, where{role: roleTop, choice: -1, tool: -1})
 	if err != nil {
@@ -116,7 +132,28 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 			sp.Key.Tool = orPosition(s.tools[t], t)
 		}
 	}
+	s.shaped = len(s.spans) == 1
+	if s.shaped {
+		sp := s.spans[0]
+		s.head = append(s.head[:0], payload[:sp.Start]...)
+		s.tail = append(s.tail[:0], payload[sp.End:]...)
+		s.shape = sp.Key
+	}
 	return s.spans, nil
+}
+
+// sameShape finds the one text of a payload in the last chunk's shape.
+func (s *Scanner) sameShape(payload []byte) (Span, bool) {
+	start, end := len(s.head), len(payload)-len(s.tail)
+	if !s.shaped || end-start < 2 || payload[start] != '"' ||
+		!bytes.Equal(payload[:start], s.head) || !bytes.Equal(payload[end:], s.tail) {
+		return Span{}, false
+	}
+	e, escaped, err := stringEndChecked(payload, start)
+	if err != nil || e != end {
+		return Span{}, false
+	}
+	return Span{Start: start, End: end, Key: s.shape, Escaped: escaped}, true
 }
 
 func orPosition(index, ordinal int) int {
@@ -137,7 +174,8 @@ func (s *Scanner) value(i, depth int, at where) (int, error) {
 	case c == '[':
 		return s.array(i, depth+1, at)
 	case c == '"':
-		return stringEndChecked(s.p, i)
+		end, _, err := stringEndChecked(s.p, i)
+		return end, err
 	case c == 't':
 		return literal(s.p, i, "true")
 	case c == 'f':
@@ -162,11 +200,11 @@ func (s *Scanner) object(i, depth int, at where) (int, error) {
 		if i >= len(s.p) || s.p[i] != '"' {
 			return 0, ErrSyntax
 		}
-		kEnd, err := stringEndChecked(s.p, i)
+		kEnd, escaped, err := stringEndChecked(s.p, i)
 		if err != nil {
 			return 0, err
 		}
-		key, err := s.unquoteKey(s.p[i:kEnd])
+		key, err := s.unquoteKey(s.p[i:kEnd], escaped)
 		if err != nil {
 			return 0, err
 		}
@@ -215,14 +253,14 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 	}
 	if i < len(s.p) && s.p[i] == '"' {
 		if f, ok := textField(key); ok {
-			end, err := stringEndChecked(s.p, i)
+			end, escaped, err := stringEndChecked(s.p, i)
 			if err != nil {
 				return 0, err
 			}
 			if len(s.spans) == MaxSpans {
 				return 0, ErrTooMany
 			}
-			s.spans = append(s.spans, Span{Start: i, End: end, Key: Key{Choice: at.choice, Tool: at.tool, Field: f}})
+			s.spans = append(s.spans, Span{Start: i, End: end, Key: Key{Choice: at.choice, Tool: at.tool, Field: f}, Escaped: escaped})
 			return end, nil
 		}
 	}
@@ -268,8 +306,8 @@ func (s *Scanner) array(i, depth int, at where) (int, error) {
 
 // unquoteKey returns a key's text: the raw bytes when it has no escape,
 // which is every key an ordinary upstream sends.
-func (s *Scanner) unquoteKey(q []byte) ([]byte, error) {
-	if bytes.IndexByte(q, '\\') < 0 {
+func (s *Scanner) unquoteKey(q []byte, escaped bool) ([]byte, error) {
+	if !escaped {
 		return q[1 : len(q)-1], nil
 	}
 	var err error
@@ -288,18 +326,18 @@ func textField(key []byte) (Field, bool) {
 
 // stringEndChecked is stringEnd that also refuses invalid escapes, so a
 // document Scan accepts is one a client can decode.
-func stringEndChecked(b []byte, i int) (int, error) {
-	end, err := stringEnd(b, i)
+func stringEndChecked(b []byte, i int) (end int, escaped bool, err error) {
+	end, escaped, err = stringEnd(b, i)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	if bytes.IndexByte(b[i:end], '\\') >= 0 {
+	if escaped {
 		var scratch [64]byte
 		if _, err := openai.AppendUnquote(scratch[:0], b[i:end]); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
-	return end, nil
+	return end, escaped, nil
 }
 
 func literal(b []byte, i int, lit string) (int, error) {
@@ -372,18 +410,34 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// special marks the bytes that end a run of plain string content.
+var special = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // stringEnd returns the index just past the closing quote of the string
-// that opens at b[i].
-func stringEnd(b []byte, i int) (int, error) {
+// that opens at b[i], and whether it holds a backslash escape.
+func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 	for j := i + 1; j < len(b); j++ {
+		for j < len(b) && !special[b[j]] {
+			j++
+		}
+		if j == len(b) {
+			break
+		}
 		switch c := b[j]; {
 		case c == '"':
-			return j + 1, nil
+			return j + 1, escaped, nil
 		case c == '\\':
+			escaped = true
 			j++
-		case c < 0x20:
-			return 0, openai.ErrBadString
+		default:
+			return 0, false, openai.ErrBadString
 		}
 	}
-	return 0, openai.ErrBadString
+	return 0, false, openai.ErrBadString
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"burnlab/gateway/internal/sse"
 	"burnlab/gateway/internal/tenant"
 	"burnlab/gateway/internal/transcript"
 )
@@ -102,4 +103,30 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// discard is a ResponseWriter that keeps nothing, so BenchmarkForward times
+// the gateway's per-event work and no socket.
+type discard struct{ h http.Header }
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discard) WriteHeader(int)             {}
+func (d *discard) Flush()                      {}
+
+// BenchmarkForward is the per-event loop alone on a 10k-event stream: read,
+// scan, redact, rewrite, transcript, buffer. ns/event is its cost per event.
+func BenchmarkForward(b *testing.B) {
+	body := renderStream(10000)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		s := &stream{acct: accounting{start: time.Now()}}
+		s.begin(transcript.NewFixed(10000))
+		out := newFlusher(&discard{h: http.Header{}}, time.Second)
+		if err := s.forward(sse.NewReader(bytes.NewReader(body), 64<<10, 1<<20), out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/event")
 }

@@ -22,10 +22,10 @@ type stream struct {
 	// hold-back state, in order of first appearance.
 	texts   []*textStream
 	scanner chunk.Scanner
-	// Reused per event: the decoded texts (ends[i] closes the i-th), a
-	// redaction, the line out.
+	// Reused per event: the texts of a chunk's spans (views of the
+	// payload, or of text for the escaped ones), a redaction, the line out.
+	views          [][]byte
 	text, red, out []byte
-	ends           []int
 }
 
 // begin readies a stream whose 200 is sent for forwarding.
@@ -153,24 +153,31 @@ var dataPrefix = []byte("data: ")
 // redacted by its stream, or returns why it could not (a repair reason).
 func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
 	// Decode every span before any redactor sees one, so a chunk given up
-	// half-way leaves no stream holding text that was never forwarded.
-	s.text, s.ends = s.text[:0], s.ends[:0]
+	// half-way leaves no stream holding text that was never forwarded. A
+	// string without escapes is its own text: the common token is not
+	// copied (the line is valid UTF-8 by now, and JSON forbids raw control
+	// characters and quotes in it).
+	s.text, s.views = s.text[:0], s.views[:0]
 	for _, sp := range spans {
+		if s.textStream(sp.Key) == nil {
+			return reasonTooManyTexts
+		}
+		if !sp.Escaped {
+			s.views = append(s.views, payload[sp.Start+1:sp.End-1])
+			continue
+		}
+		from := len(s.text)
 		var err error
 		if s.text, err = openai.AppendUnquote(s.text, payload[sp.Start:sp.End]); err != nil {
 			return reasonInvalidJSON
 		}
-		if s.textStream(sp.Key) == nil {
-			return reasonTooManyTexts
-		}
-		s.ends = append(s.ends, len(s.text))
+		s.views = append(s.views, s.text[from:len(s.text):len(s.text)])
 	}
 	s.out = append(s.out[:0], dataPrefix...)
-	last, from := 0, 0
+	last := 0
 	for i, sp := range spans {
 		t := s.textStream(sp.Key)
-		text := s.text[from:s.ends[i]]
-		from = s.ends[i]
+		text := s.views[i]
 		if len(text) > 0 {
 			s.acct.token()
 		}

@@ -115,3 +115,45 @@ func abs(n int) int {
 	}
 	return n
 }
+
+// FuzzBufferedReadsTheSameLines holds the reader to one answer whether or
+// not Buffered looked ahead before each ReadLine: Buffered remembers the
+// line it found and ReadLine takes it, so the two paths must agree, and
+// Buffered must say true only when the line is already in memory.
+func FuzzBufferedReadsTheSameLines(f *testing.F) {
+	f.Add([]byte("data: {\"a\":1}\n\ndata: [DONE]\n\n"), 8, uint64(0b1011))
+	f.Add([]byte("x\r\n\r\r\n\n"+strings.Repeat("q", 300)+"\nend"), 3, uint64(0xffff))
+	f.Fuzz(func(t *testing.T, in []byte, size int, look uint64) {
+		size = 16 + abs(size)%64
+		plain := NewReader(bytes.NewReader(in), size, 128)
+		reads := 0
+		src := &countingReader{r: bytes.NewReader(in), reads: &reads}
+		peeking := NewReader(src, size, 128)
+		for i := 0; ; i++ {
+			if look&(1<<(i%64)) != 0 {
+				before := reads
+				if peeking.Buffered() && reads != before {
+					t.Fatal("Buffered read from the source")
+				}
+			}
+			want, werr := plain.ReadLine()
+			got, gerr := peeking.ReadLine()
+			if string(got) != string(want) || (werr == nil) != (gerr == nil) {
+				t.Fatalf("line %d: %q %v with Buffered, %q %v without", i, got, gerr, want, werr)
+			}
+			if werr != nil {
+				return
+			}
+		}
+	})
+}
+
+type countingReader struct {
+	r     io.Reader
+	reads *int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	*c.reads++
+	return c.r.Read(p)
+}

@@ -429,10 +429,10 @@ func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 		if j == len(b) {
 			break
 		}
-		switch c := b[j]; {
-		case c == '"':
+		switch b[j] {
+		case '"':
 			return j + 1, escaped, nil
-		case c == '\\':
+		case '\\':
 			escaped = true
 			j++
 		default:

@@ -659,3 +659,66 @@ func TestGrafanaStartsOfflineAsPinned(t *testing.T) {
 		}
 	}
 }
+
+// A page's pager_url annotation is the link Alertmanager's notification
+// carries to the pager's web UI: on every rule set it must name the port
+// compose publishes the pager on, the SLO the alert is about, and agree
+// with the pager's own -external-url (compose leaves its default).
+func TestPageLinksLeadToThePagersPublishedPort(t *testing.T) {
+	p := load(t)
+	var published string
+	for _, port := range p.Services[lab.Pager].Ports {
+		published = port.Published
+	}
+	if published == "" {
+		t.Fatal("compose publishes no pager port")
+	}
+	want := "http://127.0.0.1:" + published
+	external := ""
+	if v := p.Services[lab.Pager].Environment["PAGER_EXTERNAL_URL"]; v != nil {
+		external = *v
+	} else {
+		src, err := os.ReadFile(filepath.Join(root, "alertmanager/pager/cmd/pager/main.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`fs\.String\("external-url", "([^"]+)"`).FindSubmatch(src)
+		if m == nil {
+			t.Fatal("the pager has no -external-url flag with a default")
+		}
+		external = string(m[1])
+	}
+	if external != want {
+		t.Errorf("the pager's external URL is %q; compose publishes it at %s", external, want)
+	}
+	for _, windows := range []string{"lab", "production"} {
+		var rules struct {
+			Groups []struct {
+				Rules []struct {
+					Alert       string
+					Expr        string
+					Labels      map[string]string
+					Annotations map[string]string
+				}
+			}
+		}
+		decode(t, "prometheus/rules/slo-"+windows+".yml", yaml.Unmarshal, &rules)
+		pages := 0
+		for _, g := range rules.Groups {
+			for _, r := range g.Rules {
+				if r.Alert == "" || r.Labels["severity"] != "page" {
+					continue
+				}
+				pages++
+				slo := regexp.MustCompile(`sloth_slo="([^"]+)"`).FindStringSubmatch(r.Expr)
+				link := r.Annotations["pager_url"]
+				if slo == nil || link != want+"/slo/"+slo[1] {
+					t.Errorf("%s: page %s links %q; want %s/slo/<its SLO> (%v)", windows, r.Alert, link, want, slo)
+				}
+			}
+		}
+		if pages != 3 {
+			t.Errorf("%s: %d page alerts, want one per SLO (3)", windows, pages)
+		}
+	}
+}

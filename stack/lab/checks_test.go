@@ -1,6 +1,14 @@
 package lab
 
-import "burnlab/shared/incident"
+import (
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"strings"
+
+	"burnlab/shared/incident"
+)
 
 // The e2e's checks. Each returns the error of reading the pager or
 // Prometheus: a check that cannot read must fail, never pass as "silent".
@@ -47,4 +55,27 @@ func hasAlert(alerts []Alert, slo, severity, state string) bool {
 		}
 	}
 	return false
+}
+
+// pagerShows reads a page of the pager's web UI and says what of want it
+// lacks (each as the page's HTML escapes it).
+func pagerShows(l *Lab, path string, want ...string) error {
+	resp, err := http.Get("http://" + l.cfg.Addrs.Pager + path)
+	if err != nil {
+		return fmt.Errorf("pager web UI: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("pager web UI %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pager web UI %s: %s", path, resp.Status)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(b), html.EscapeString(w)) {
+			return fmt.Errorf("pager web UI %s does not show %q", path, w)
+		}
+	}
+	return nil
 }

@@ -124,6 +124,10 @@ func TestEndToEnd(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
+	if err := pagerShows(l, "/", page.ID, guilty); err != nil {
+		fail("%v", err)
+	}
+	say("pager web UI http://%s/ lists the page with %s", addrs.Pager, guilty)
 
 	// The Grafana dashboard's every query returns data from this Prometheus.
 	queries := dashboardQueries(t, root)
@@ -166,6 +170,23 @@ func TestEndToEnd(t *testing.T) {
 	}
 	resolved := time.Now()
 	say("RESOLVED %s after the switch; burn over 2m %s", resolved.Sub(switched).Round(time.Second), burn())
+	for deadline := time.Now().Add(profileWithin); ; time.Sleep(2 * time.Second) {
+		inc, err := find(l, page.ID)
+		if err != nil {
+			fail("pager: %v", err)
+		}
+		if inc.After != nil && inc.After.Error == "" && len(inc.After.Top) > 0 {
+			say("PROFILE after the resolve: top alloc_space %s (%.1f%%)", inc.After.Top[0].Function, inc.After.Top[0].FlatPct)
+			break
+		}
+		if time.Now().After(deadline) {
+			fail("no profile after the resolve within %s: %+v", profileWithin, inc.After)
+		}
+	}
+	if err := pagerShows(l, "/incidents/"+page.ID+"/diff/top?si=alloc_space", "Type: alloc_space", guilty); err != nil {
+		fail("the before/after diff: %v", err)
+	}
+	say("pager web UI: the -diff_base view of the page-time and after profiles shows %s", guilty)
 	for time.Since(resolved) < fixedQuiet {
 		if inc, err := newPage(l, page.ID); err != nil || inc != "" {
 			fail("a new page fired in the fixed build: %q (%v)", inc, err)

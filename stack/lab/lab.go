@@ -172,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	}{
 		{Upstream, []string{l.bin("upstream"), "-listen", a.Upstream}, "http://" + a.Upstream + "/readyz"},
 		{Pager, []string{l.bin("pager"), "-listen", a.Pager, "-data", l.path("data/pager"),
-			"-profile-url", "http://" + a.GatewayAdmin + "/debug/pprof/allocs"}, "http://" + a.Pager + "/readyz"},
+			"-profile-url", "http://" + a.GatewayAdmin + "/debug/pprof/allocs", "-external-url", "http://" + a.Pager}, "http://" + a.Pager + "/readyz"},
 		{Alertmanager, []string{amBin, "--config.file=" + l.path("etc/alertmanager.yml"), "--storage.path=" + l.path("data/alertmanager"),
 			"--web.listen-address=" + a.Alertmanager, "--cluster.listen-address="}, "http://" + a.Alertmanager + "/-/ready"},
 		{Prometheus, []string{promBin, "--config.file=" + l.path("etc/prometheus.yml"), "--storage.tsdb.path=" + l.path("data/prometheus"),
@@ -442,7 +442,8 @@ func (l *Lab) URLs() [][2]string {
 		{"gateway admin", "http://" + a.GatewayAdmin + "/metrics"},
 		{"prometheus", "http://" + a.Prometheus + "/alerts"},
 		{"alertmanager", "http://" + a.Alertmanager},
-		{"pager incidents", "http://" + a.Pager + "/api/incidents"},
+		{"pager", "http://" + a.Pager + "/"},
+		{"pager API", "http://" + a.Pager + "/api/incidents"},
 		{"loadgen metrics", "http://" + a.LoadgenAdmin + "/metrics"},
 	}
 }

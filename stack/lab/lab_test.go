@@ -82,5 +82,8 @@ func TestChecksFailWhenThePagerOrPrometheusCannotBeRead(t *testing.T) {
 		if _, err := firing(l, "availability", "page"); err == nil {
 			t.Errorf("%s: firing said silent instead of failing", name)
 		}
+		if err := pagerShows(l, "/"); err == nil {
+			t.Errorf("%s: pagerShows passed instead of failing", name)
+		}
 	}
 }

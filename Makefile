@@ -52,15 +52,18 @@ load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, s
 
 # Prometheus, Alertmanager, promtool and amtool: the real binaries, from
 # Debian's packages (about 30 s; a Go build of Prometheus takes ~14 min).
+# Chromium, for the pager web UI's browser test (stack/pagerweb).
 PROM_TOOLS := prometheus promtool amtool prometheus-alertmanager
 .PHONY: tools
-tools: ## install Prometheus and Alertmanager (Debian packages) when missing
-	@missing=""; for t in $(PROM_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+tools: ## install Prometheus, Alertmanager and Chromium (Debian packages) when missing
+	@missing=""; pkgs=""; for t in $(PROM_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	[ -z "$$missing" ] || pkgs="prometheus prometheus-alertmanager"; \
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { missing="$$missing chromium"; pkgs="$$pkgs chromium"; }; \
 	if [ -n "$$missing" ]; then \
-		echo "installing prometheus prometheus-alertmanager (missing:$$missing)"; \
+		echo "installing$$pkgs (missing:$$missing)"; \
 		command -v apt-get >/dev/null || { echo "no apt-get: install$$missing yourself" >&2; exit 1; }; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager >/dev/null; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null; \
 	fi; promtool --version | head -1
 
 # Sloth builds in its own module, out of go.work, so its large dependency
@@ -199,8 +202,11 @@ images: ## docker compose: build every image, the gateway as both :baseline and 
 	GATEWAY_TAG=fixed $(COMPOSE) build gateway
 
 .PHONY: pages
-pages: ## what the pager received (compose or lab; PAGER_URL, default http://127.0.0.1:5001)
-	@curl -fsS $${PAGER_URL:-http://127.0.0.1:5001}/api/incidents | { command -v jq >/dev/null && jq . || cat; }
+pages: ## what the pager received, with each incident's page in its web UI (compose or lab; PAGER_URL, default http://127.0.0.1:5001)
+	@pager=$${PAGER_URL:-http://127.0.0.1:5001}; incs=$$(curl -fsS $$pager/api/incidents); \
+	if command -v jq >/dev/null; then echo "$$incs" | jq .; \
+		echo "$$incs" | jq -r '.[] | "\(.url)  \(.status)  \(.alertname)  top alloc_space: \(.profile.top[0].function // "none")"'; \
+	else echo "$$incs"; fi; echo "pager web UI: $$pager/"
 
 .PHONY: logs
 logs: ## docker compose: follow the logs (SERVICE=gateway for one)

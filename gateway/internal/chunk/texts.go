@@ -85,7 +85,15 @@ type Scanner struct {
 	head, tail []byte
 	shape      Key
 	shaped     bool
+	// gen counts full walks; hit says the last Scan took the shortcut.
+	gen uint64
+	hit bool
 }
+
+// Shape says whether the last Scan found its chunk in the shape of the
+// last walked one, and which walk that was: two chunks with the same gen
+// and hit both true have the same bytes outside their one text.
+func (s *Scanner) Shape() (gen uint64, hit bool) { return s.gen, s.hit }
 
 // element roles: where in a chunk a value sits.
 type role uint8
@@ -110,9 +118,10 @@ type where struct {
 // the Scanner's, valid until the next Scan.
 func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 	if sp, ok := s.sameShape(payload); ok {
-		s.spans = append(s.spans[:0], sp)
+		s.spans, s.hit = append(s.spans[:0], sp), true
 		return s.spans, nil
 	}
+	s.gen, s.hit, s.shaped = s.gen+1, false, false
 	s.p, s.spans, s.choices, s.tools = payload, s.spans[:0], s.choices[:0], s.tools[:0]
 	i, err := s.value(skipSpace(payload, 0), 0, where{role: roleTop, choice: -1, tool: -1})
 	if err != nil {
@@ -132,8 +141,7 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 			sp.Key.Tool = orPosition(s.tools[t], t)
 		}
 	}
-	s.shaped = len(s.spans) == 1
-	if s.shaped {
+	if s.shaped = len(s.spans) == 1; s.shaped {
 		sp := s.spans[0]
 		s.head = append(s.head[:0], payload[:sp.Start]...)
 		s.tail = append(s.tail[:0], payload[sp.End:]...)

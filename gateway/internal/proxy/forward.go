@@ -42,8 +42,11 @@ type textStream struct {
 	key chunk.Key
 	red redact.Redactor
 	// The last chunk that left text held back: the final release goes out
-	// in the upstream's own shape for this stream.
-	tmpl []byte
+	// in the upstream's own shape for this stream. tmplGen is the scanner
+	// shape it was in: a chunk of the same shape has the same bytes around
+	// its text, so it need not be copied again.
+	tmpl    []byte
+	tmplGen uint64
 }
 
 // maxTextStreams bounds the redaction state one response may open (n
@@ -173,7 +176,10 @@ func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
 		}
 		s.views = append(s.views, s.text[from:len(s.text):len(s.text)])
 	}
-	s.out = append(s.out[:0], dataPrefix...)
+	// Locals, stored once: while the GC marks, every store of a slice into
+	// the stream costs a write barrier, and this runs for every event.
+	out, red := append(s.out[:0], dataPrefix...), s.red
+	gen, hit := s.scanner.Shape()
 	last := 0
 	for i, sp := range spans {
 		t := s.textStream(sp.Key)
@@ -181,15 +187,15 @@ func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
 		if len(text) > 0 {
 			s.acct.token()
 		}
-		s.red = t.red.Redact(s.red[:0], text)
-		s.out = append(s.out, payload[last:sp.Start]...)
-		s.out = openai.AppendQuote(s.out, s.red)
+		red = t.red.Redact(red[:0], text)
+		out = append(out, payload[last:sp.Start]...)
+		out = openai.AppendQuote(out, red)
 		last = sp.End
-		if t.red.Pending() {
-			t.tmpl = append(t.tmpl[:0], payload...)
+		if t.red.Pending() && !(hit && t.tmplGen == gen) {
+			t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
 		}
 	}
-	s.out = append(s.out, payload[last:]...)
+	s.out, s.red = append(out, payload[last:]...), red
 	return ""
 }
 

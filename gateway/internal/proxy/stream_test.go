@@ -513,8 +513,8 @@ func TestMaxTokensDoesNotReserveMemory(t *testing.T) {
 	}
 	grew := int64(during.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("heap grew %d KiB for %d streams asking for max_tokens 1048576", grew>>10, streams)
-	if perStream := grew / streams; perStream > int64(transcript.MaxGrowEvents*transcript.AvgEventBytes)*2 {
-		t.Fatalf("each stream holds %d KiB before streaming anything; want at most ~%d KiB", perStream>>10, transcript.MaxGrowEvents*transcript.AvgEventBytes>>10)
+	if perStream := grew / streams; perStream > transcript.MaxGrowBytes*2 {
+		t.Fatalf("each stream holds %d KiB before streaming anything; want at most ~%d KiB", perStream>>10, transcript.MaxGrowBytes>>10)
 	}
 }
 

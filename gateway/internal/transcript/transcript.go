@@ -58,8 +58,10 @@ func (t *Baseline) String() string { return t.out }
 
 // AvgEventBytes sizes Fixed's up-front buffer. The write-up grew by 48 bytes
 // an event, but its own synthetic events average ~61 bytes, so its builder
-// still grew once; 64 makes the common case a single allocation.
-const AvgEventBytes = 64
+// still grew once; the gateway's chunks are longer still (an id, an object
+// name: 87 bytes an event in the lab's transcripts, ~76 in the benchmark's),
+// and a builder that outgrows its buffer copies it whole, so 96.
+const AvgEventBytes = 96
 
 // Fixed is the write-up's fix: a prefix check instead of the regexp, and one
 // pre-grown builder instead of +=.
@@ -67,19 +69,19 @@ type Fixed struct {
 	b strings.Builder
 }
 
-// MaxGrowEvents caps the events NewFixed reserves room for. The hint is
-// the client's max_tokens, so without a cap one request could reserve 64 MiB
-// before a byte streamed; past the cap the builder grows with what arrives.
-// 16,384 events (1 MiB) keeps ordinary streams, hundreds to a few thousand
+// MaxGrowBytes caps what NewFixed reserves. The hint is the client's
+// max_tokens, so without a cap one request could reserve 96 MiB before a
+// byte streamed; past the cap the builder grows with what arrives. 1 MiB
+// (10,922 events) keeps ordinary streams, hundreds to a few thousand
 // events, at one allocation.
-const MaxGrowEvents = 16 << 10
+const MaxGrowBytes = 1 << 20
 
 // NewFixed returns a Fixed grown for about events events, at most
-// MaxGrowEvents.
+// MaxGrowBytes.
 func NewFixed(events int) *Fixed {
 	t := &Fixed{}
 	if events > 0 {
-		t.b.Grow(min(events, MaxGrowEvents) * AvgEventBytes)
+		t.b.Grow(min(events, MaxGrowBytes/AvgEventBytes) * AvgEventBytes)
 	}
 	return t
 }

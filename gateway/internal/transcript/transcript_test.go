@@ -70,6 +70,26 @@ func TestAppendCopiesItsInput(t *testing.T) {
 	}
 }
 
+// The gateway feeds whole data lines of OpenAI chunks, longer than the
+// write-up's events: one allocation must still hold a stream of them.
+func TestFixedHoldsGatewayChunksInOneAllocation(t *testing.T) {
+	// 86 bytes of payload and the separator: the lab's 87 an event.
+	line := []byte(`data: {"id":"c4f1c","object":"chat.completion.chunk","choices":[{"delta":{"content":" t"}}]}`)
+	if len(line)-len("data: ")+1 != 87 {
+		t.Fatalf("the line carries %d bytes, not 87", len(line)-len("data: ")+1)
+	}
+	const n = 2000
+	allocs := testing.AllocsPerRun(10, func() {
+		tr := NewFixed(n)
+		for range n {
+			AppendLine(tr, line)
+		}
+	})
+	if allocs > 2 {
+		t.Fatalf("a %d-event stream of 87-byte lines took %.0f allocations, want ≤ 2 (the Fixed and its buffer)", n, allocs)
+	}
+}
+
 func TestFixedAllocatesOnceWhenSized(t *testing.T) {
 	es := events(1000)
 	allocs := testing.AllocsPerRun(20, func() { ParseStreamFixed(es) })

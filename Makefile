@@ -52,13 +52,16 @@ load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, s
 
 # Prometheus, Alertmanager, promtool and amtool: the real binaries, from
 # Debian's packages (about 30 s; a Go build of Prometheus takes ~14 min).
-# Chromium, for the pager web UI's browser test (stack/pagerweb).
+# Chromium, for the pager web UI's browser test (stack/pagerweb). nginx, for
+# bench-proxy's smoke test (stack/benchproxy); Debian puts it in /usr/sbin,
+# which is not on every user's PATH.
 PROM_TOOLS := prometheus promtool amtool prometheus-alertmanager
 .PHONY: tools
-tools: ## install Prometheus, Alertmanager and Chromium (Debian packages) when missing
+tools: ## install Prometheus, Alertmanager, Chromium and nginx (Debian packages) when missing
 	@missing=""; pkgs=""; for t in $(PROM_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	[ -z "$$missing" ] || pkgs="prometheus prometheus-alertmanager"; \
 	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { missing="$$missing chromium"; pkgs="$$pkgs chromium"; }; \
+	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { missing="$$missing nginx"; pkgs="$$pkgs nginx"; }; \
 	if [ -n "$$missing" ]; then \
 		echo "installing$$pkgs (missing:$$missing)"; \
 		command -v apt-get >/dev/null || { echo "no apt-get: install$$missing yourself" >&2; exit 1; }; \
@@ -131,6 +134,21 @@ bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./gateway/internal/transcript
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./gateway/internal/proxy
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./loadgen/internal/load
+
+# The side-by-side proxy benchmark (issue 16), each server its own process;
+# not in make test (a smoke run of it is, in stack/benchproxy). It checks
+# for nginx itself rather than through make tools, so a benchmark does not
+# install Prometheus and Chromium too. BENCH_PROXY_FLAGS: e.g. -streams 100,
+# -targets direct,reverseproxy,gateway-fixed, -o bench-proxy.json.
+.PHONY: bench-proxy
+bench-proxy: ## CPU/stream, streams/s, p50/p99 and heap/stream: direct, ReverseProxy, nginx, both gateways (~3 min; installs nginx)
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
+		echo "installing nginx (missing)"; \
+		command -v apt-get >/dev/null || { echo "no apt-get: install nginx yourself, or leave it out with BENCH_PROXY_FLAGS='-targets direct,reverseproxy,gateway-fixed,gateway-baseline'" >&2; exit 1; }; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends nginx >/dev/null; \
+	}
+	$(GO) run ./stack/cmd/bench-proxy $(BENCH_PROXY_FLAGS)
 
 # -fuzzminimizetime: minimizing a large new input otherwise takes up to a
 # minute of the budget with no new executions.

@@ -1,0 +1,406 @@
+// Package benchproxy is the side-by-side proxy benchmark (`make
+// bench-proxy`): the same SSE traffic straight to an upstream, through a
+// bare httputil.ReverseProxy, nginx, and the gateway in each build, each a
+// process of its own on loopback, with the CPU of each server process
+// measured from /proc so the load generator's own cost is in no figure.
+package benchproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Targets, in the table's order.
+const (
+	Direct       = "direct"
+	ReverseProxy = "reverseproxy"
+	Nginx        = "nginx"
+	Fixed        = "gateway-fixed"
+	Baseline     = "gateway-baseline"
+)
+
+// AllTargets are every target, in the table's order.
+func AllTargets() []string { return []string{Direct, ReverseProxy, Nginx, Fixed, Baseline} }
+
+// Config is one benchmark run.
+type Config struct {
+	Root            string   // the repository, where the binaries are built from
+	Targets         []string // a subset of AllTargets
+	Events          int      // content events per stream
+	Streams         int      // measured streams per row
+	BaselineStreams int      // per row of the baseline gateway, whose streams take seconds each
+	Concurrency     []int    // a row per target and concurrency
+	// MemStreams streams are held open at once through each Go proxy to
+	// measure its heap per in-flight stream (0: skip), once each has
+	// received MemEvents events.
+	MemStreams, MemEvents int
+	Seed                  uint64
+	Log                   io.Writer // progress lines; nil: none
+}
+
+// Report is a run's result; WriteTable prints it.
+type Report struct {
+	Started time.Time `json:"started"`
+	Elapsed string    `json:"elapsed"`
+	Machine Machine   `json:"machine"`
+	// Gateway is the repository's revision the gateways were built from.
+	Gateway string   `json:"gateway_revision"`
+	Events  int      `json:"events_per_stream"`
+	Rows    []Row    `json:"rows"`
+	Memory  []Memory `json:"memory,omitempty"`
+	MemPace int      `json:"memory_pace_ms,omitempty"`
+}
+
+// Machine is where the run happened.
+type Machine struct {
+	CPUs   int    `json:"cpus"`
+	CPU    string `json:"cpu_model"`
+	Kernel string `json:"kernel"`
+	Go     string `json:"go"`
+	Nginx  string `json:"nginx,omitempty"`
+}
+
+// Row is one target at one concurrency.
+type Row struct {
+	Target         string  `json:"target"`
+	Concurrency    int     `json:"concurrency"`
+	Streams        int     `json:"streams"`
+	Failures       int     `json:"failures"`
+	FirstError     string  `json:"first_error,omitempty"`
+	CPUMsPerStream float64 `json:"cpu_ms_per_stream"`
+	StreamsPerSec  float64 `json:"streams_per_second"`
+	P50Ms          float64 `json:"p50_ms"`
+	P99Ms          float64 `json:"p99_ms"`
+}
+
+// Memory is one Go proxy's heap with MemStreams streams in flight.
+type Memory struct {
+	Target         string  `json:"target"`
+	Streams        int     `json:"streams"`
+	EventsEach     int     `json:"events_each"`
+	HeapIdle       uint64  `json:"heap_inuse_idle_bytes"`
+	HeapHeld       uint64  `json:"heap_inuse_held_bytes"`
+	BytesPerStream float64 `json:"heap_bytes_per_stream"`
+}
+
+// memPaceMS paces the held streams: slow enough that 200 of them cost the
+// proxies little CPU, fast enough that each reaches MemEvents in seconds.
+const memPaceMS = 5
+
+// warmupEvents is the length of the unmeasured streams before each row,
+// which open the row's connections through the whole chain.
+const warmupEvents = 200
+
+func (c *Config) check() error {
+	if c.Root == "" {
+		return errors.New("bench-proxy: Root is required")
+	}
+	if c.Events < 1 || c.Streams < 1 || c.BaselineStreams < 1 {
+		return fmt.Errorf("bench-proxy: events (%d), streams (%d) and baseline streams (%d) must be positive", c.Events, c.Streams, c.BaselineStreams)
+	}
+	if len(c.Concurrency) == 0 || slices.ContainsFunc(c.Concurrency, func(n int) bool { return n < 1 }) {
+		return fmt.Errorf("bench-proxy: concurrency %v: want positive numbers", c.Concurrency)
+	}
+	if len(c.Targets) == 0 {
+		return errors.New("bench-proxy: no targets")
+	}
+	for _, t := range c.Targets {
+		if !slices.Contains(AllTargets(), t) {
+			return fmt.Errorf("bench-proxy: unknown target %q: want some of %s", t, strings.Join(AllTargets(), ","))
+		}
+	}
+	if c.MemStreams < 0 || (c.MemStreams > 0 && (c.MemEvents < 1 || c.MemEvents >= c.Events)) {
+		// The heap is read while every held stream is still in flight.
+		return fmt.Errorf("bench-proxy: memory run of %d streams read at %d events: want 1 ≤ events read < %d events per stream", c.MemStreams, c.MemEvents, c.Events)
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return nil
+}
+
+// target is one server under test.
+type target struct {
+	name  string
+	url   string // where the load goes
+	admin string // a Go server's admin address (heap figures); "" for nginx
+	proc  *proc
+}
+
+// Run builds and starts every server, runs every row, measures the heap per
+// held stream, and stops every process it started, also on failure. A
+// report with failed streams is returned with an error saying so.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Started: time.Now().UTC(), Events: cfg.Events, Machine: machine(), Gateway: revision(cfg.Root)}
+	dir, err := os.MkdirTemp("", "bench-proxy-")
+	if err != nil {
+		return nil, fmt.Errorf("bench-proxy: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Mkdir(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("bench-proxy: %w", err)
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "bench-proxy: "+format+"\n", args...) }
+
+	var procs []*proc
+	defer func() {
+		for _, p := range slices.Backward(procs) {
+			p.stop()
+		}
+	}()
+	targets, err := startAll(ctx, cfg, dir, say, &procs, &rep.Machine)
+	if err != nil {
+		return nil, err
+	}
+
+	client := newClient()
+	defer client.CloseIdleConnections()
+	var failed int
+	for _, t := range targets {
+		streams := cfg.Streams
+		if t.name == Baseline {
+			streams = cfg.BaselineStreams
+		}
+		for _, conc := range cfg.Concurrency {
+			row, err := runRow(ctx, client, t, cfg.Events, streams, conc)
+			if err != nil {
+				return nil, err
+			}
+			failed += row.Failures
+			say("%-16s c=%d: %d streams, %d failed, %s CPU ms/stream, %s streams/s", t.name, conc, row.Streams, row.Failures, num(row.CPUMsPerStream), num(row.StreamsPerSec))
+			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	if cfg.MemStreams > 0 {
+		rep.MemPace = memPaceMS
+		for _, t := range targets {
+			if t.admin == "" { // nginx's heap is no Go heap; direct has no proxy
+				continue
+			}
+			m, err := heldHeap(ctx, t, cfg.MemStreams, cfg.Events, cfg.MemEvents)
+			if err != nil {
+				return nil, fmt.Errorf("bench-proxy: heap of %s with %d streams held: %w", t.name, cfg.MemStreams, err)
+			}
+			say("%-16s %d streams held: %.0f heap bytes per stream", t.name, m.Streams, m.BytesPerStream)
+			rep.Memory = append(rep.Memory, m)
+		}
+	}
+	rep.Elapsed = time.Since(rep.Started).Round(time.Second).String()
+	if failed > 0 {
+		return rep, fmt.Errorf("bench-proxy: %d streams failed (see the failed column)", failed)
+	}
+	return rep, nil
+}
+
+// startAll builds the Go servers and starts the upstream and every target,
+// appending each process to procs as it starts so the caller stops it.
+func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...any), procs *[]*proc, m *Machine) ([]*target, error) {
+	bin := func(name string) string { return filepath.Join(dir, "bin", name) }
+	builds := [][3]string{{"bench-upstream", "./stack/cmd/bench-upstream", ""}}
+	for _, t := range cfg.Targets {
+		switch t {
+		case ReverseProxy:
+			builds = append(builds, [3]string{"bench-reverseproxy", "./stack/cmd/bench-reverseproxy", ""})
+		case Fixed:
+			builds = append(builds, [3]string{Fixed, "./gateway/cmd/gateway", "fixed"})
+		case Baseline:
+			builds = append(builds, [3]string{Baseline, "./gateway/cmd/gateway", ""})
+		}
+	}
+	say("building %d binaries", len(builds))
+	for _, b := range builds {
+		if err := build(ctx, cfg.Root, bin(b[0]), b[1], b[2]); err != nil {
+			return nil, err
+		}
+	}
+	addrs := func(n int) ([]string, error) {
+		var as []string
+		for range n {
+			a, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			as = append(as, a)
+		}
+		return as, nil
+	}
+	start := func(name string, args []string, ready string) (*proc, error) {
+		p, err := startProc(ctx, dir, name, args, ready)
+		if err != nil {
+			return nil, fmt.Errorf("bench-proxy: %w", err)
+		}
+		*procs = append(*procs, p)
+		return p, nil
+	}
+
+	a, err := addrs(2)
+	if err != nil {
+		return nil, err
+	}
+	upstream := a[0]
+	up, err := start("upstream", []string{bin("bench-upstream"), "-listen", upstream, "-admin", a[1],
+		"-events", fmt.Sprint(cfg.Events), "-seed", fmt.Sprint(cfg.Seed)}, "http://"+a[1]+"/readyz")
+	if err != nil {
+		return nil, err
+	}
+	var targets []*target
+	for _, name := range cfg.Targets {
+		a, err := addrs(2)
+		if err != nil {
+			return nil, err
+		}
+		t := &target{name: name, admin: a[1]}
+		var args []string
+		ready := "http://" + a[1] + "/readyz"
+		switch name {
+		case Direct:
+			t.url, t.admin, t.proc = "http://"+upstream+"/v1/chat/completions", "", up
+			targets = append(targets, t)
+			continue
+		case ReverseProxy:
+			t.url = "http://" + a[0] + "/v1/chat/completions"
+			args = []string{bin("bench-reverseproxy"), "-listen", a[0], "-admin", a[1], "-upstream", "http://" + upstream}
+		case Nginx:
+			nginx, err := FindNginx()
+			if err != nil {
+				return nil, fmt.Errorf("bench-proxy: %w", err)
+			}
+			m.Nginx = nginxVersion(nginx)
+			conf, err := writeNginxConf(filepath.Join(dir, "nginx"), a[0], upstream)
+			if err != nil {
+				return nil, err
+			}
+			t.url, t.admin = "http://"+a[0]+"/v1/chat/completions", ""
+			// -e: the error log before the config is read, which
+			// would otherwise be the system's /var/log/nginx.
+			args = []string{nginx, "-p", filepath.Dir(conf), "-c", conf, "-e", filepath.Join(filepath.Dir(conf), "error.log")}
+			ready = "http://" + a[0] + "/readyz" // through nginx to the upstream
+		case Fixed, Baseline:
+			t.url = "http://" + a[0] + "/v1/chat/stream"
+			args = []string{bin(name), "-listen", a[0], "-admin", a[1], "-upstream", "http://" + upstream,
+				"-tenants", apiKey + "=bench:1000000000000:1000", "-log-level", "error", "-drain-grace", "0s"}
+		}
+		p, err := start(name, args, ready)
+		if err != nil {
+			return nil, err
+		}
+		t.proc = p
+		targets = append(targets, t)
+	}
+	say("started the upstream and %s", strings.Join(cfg.Targets, ", "))
+	return targets, nil
+}
+
+func build(ctx context.Context, root, out, pkg, tags string) error {
+	args := []string{"build", "-trimpath", "-o", out}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("bench-proxy: building %s: %w\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// runRow warms the chain up with one short stream per worker, then runs
+// the row's streams and takes the server's CPU before and after.
+func runRow(ctx context.Context, c *http.Client, t *target, events, streams, conc int) (Row, error) {
+	row := Row{Target: t.name, Concurrency: conc, Streams: streams}
+	if err := t.proc.alive(); err != nil {
+		return row, fmt.Errorf("bench-proxy: %w", err)
+	}
+	warm := runLoad(ctx, c, t.url, requestBody(warmupEvents, 0), conc, conc, EventsPerStream(warmupEvents))
+	if warm.failures > 0 {
+		return row, fmt.Errorf("bench-proxy: %s: warm-up streams failed: %w", t.name, warm.firstErr)
+	}
+	cpu0, err := t.proc.cpu()
+	if err != nil {
+		return row, err
+	}
+	res := runLoad(ctx, c, t.url, requestBody(events, 0), streams, conc, EventsPerStream(events))
+	cpu1, err := t.proc.cpu()
+	if err != nil {
+		return row, err
+	}
+	if err := ctx.Err(); err != nil {
+		return row, err
+	}
+	row.Failures = res.failures
+	if res.firstErr != nil {
+		row.FirstError = res.firstErr.Error()
+	}
+	row.CPUMsPerStream = ms(cpu1-cpu0) / float64(streams)
+	row.StreamsPerSec = float64(len(res.durations)) / res.wall.Seconds()
+	row.P50Ms, row.P99Ms = ms(quantile(res.durations, 0.5)), ms(quantile(res.durations, 0.99))
+	return row, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// heldHeap measures a Go proxy's heap idle and with n streams in flight.
+func heldHeap(ctx context.Context, t *target, n, events, eventsEach int) (Memory, error) {
+	m := Memory{Target: t.name, Streams: n, EventsEach: eventsEach}
+	var err error
+	if m.HeapIdle, err = heapInuse(ctx, t.admin); err != nil {
+		return m, err
+	}
+	err = holdStreams(ctx, t.url, n, events, eventsEach, memPaceMS, func() (err error) {
+		m.HeapHeld, err = heapInuse(ctx, t.admin)
+		return err
+	})
+	if err != nil {
+		return m, err
+	}
+	m.BytesPerStream = (float64(m.HeapHeld) - float64(m.HeapIdle)) / float64(n)
+	// Let the proxy see the cancels and free the streams before the next
+	// target's idle figure is taken (each target is its own process, so
+	// this only keeps the CPU quiet).
+	time.Sleep(500 * time.Millisecond)
+	return m, t.proc.alive()
+}
+
+// machine describes where the run happens.
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", Kernel: "unknown"}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+// revision is the commit the gateways are built from, and whether the
+// gateway's own files had changes not yet committed.
+func revision(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown (no git)"
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--", "gateway").Output(); err == nil && len(st) > 0 {
+		rev += " + uncommitted changes in gateway/"
+	}
+	return rev
+}

@@ -1,0 +1,158 @@
+package benchproxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+)
+
+// TestSmoke runs the whole benchmark, every process and row, with a
+// handful of short streams: `make bench-proxy` must keep working from a
+// clean clone, and its figures must be real ones.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts every server")
+	}
+	targets := AllTargets()
+	_, nginxErr := FindNginx()
+	if nginxErr != nil {
+		targets = slices.DeleteFunc(targets, func(s string) bool { return s == Nginx })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	cfg := Config{Root: "../..", Targets: targets, Events: 200, Streams: 3, BaselineStreams: 3,
+		Concurrency: []int{1, 2}, MemStreams: 20, MemEvents: 20, Seed: 1, Log: &log}
+	rep, err := Run(ctx, cfg)
+	if rep != nil {
+		var table bytes.Buffer
+		if werr := WriteTable(&table, rep); werr != nil {
+			t.Errorf("WriteTable: %v", werr)
+		}
+		t.Logf("\n%s\n%s", log.String(), table.String())
+		checkTable(t, table.String(), targets, cfg.Concurrency)
+	}
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, log.String())
+	}
+
+	var i int
+	for _, target := range targets {
+		for _, c := range cfg.Concurrency {
+			if i >= len(rep.Rows) {
+				t.Fatalf("%d rows, want one per target and concurrency: %d", len(rep.Rows), len(targets)*len(cfg.Concurrency))
+			}
+			row := rep.Rows[i]
+			i++
+			if row.Target != target || row.Concurrency != c {
+				t.Errorf("row %d is %s c=%d, want %s c=%d", i, row.Target, row.Concurrency, target, c)
+			}
+			if row.Streams != 3 || row.Failures != 0 {
+				t.Errorf("%s c=%d: %d streams, %d failed (%s): want 3 whole streams", row.Target, c, row.Streams, row.Failures, row.FirstError)
+			}
+			if row.CPUMsPerStream <= 0 || row.StreamsPerSec <= 0 || row.P50Ms <= 0 || row.P99Ms < row.P50Ms {
+				t.Errorf("%s c=%d: CPU %v ms/stream, %v streams/s, p50 %v ms, p99 %v ms: want positive figures, p99 ≥ p50",
+					row.Target, c, row.CPUMsPerStream, row.StreamsPerSec, row.P50Ms, row.P99Ms)
+			}
+		}
+	}
+	if i != len(rep.Rows) {
+		t.Errorf("%d rows, want %d", len(rep.Rows), i)
+	}
+	var held []string
+	for _, m := range rep.Memory {
+		held = append(held, m.Target)
+		if m.Streams != 20 || m.HeapIdle == 0 || m.HeapHeld <= m.HeapIdle || m.BytesPerStream <= 0 {
+			t.Errorf("%s: heap %d idle, %d with %d streams held, %v bytes per stream: want more with streams held",
+				m.Target, m.HeapIdle, m.HeapHeld, m.Streams, m.BytesPerStream)
+		}
+	}
+	if want := []string{ReverseProxy, Fixed, Baseline}; !slices.Equal(held, want) {
+		t.Errorf("heap measured for %v, want %v", held, want)
+	}
+	if nginxErr != nil {
+		t.Skipf("every other check passed, but nginx was not measured: %v", nginxErr)
+	}
+}
+
+// checkTable holds the printed table to the rows: a line per target and
+// concurrency, each with its ratio to the ReverseProxy.
+func checkTable(t *testing.T, table string, targets []string, conc []int) {
+	t.Helper()
+	lines := strings.Split(table, "\n")
+	for _, target := range targets {
+		for _, c := range conc {
+			found := slices.ContainsFunc(lines, func(l string) bool {
+				f := strings.Fields(l)
+				return len(f) == 12 && f[0] == target && f[1] == fmt.Sprint(c) && f[5] != "—"
+			})
+			if !found {
+				t.Errorf("the table has no line for %s at concurrency %d with its ratios", target, c)
+			}
+		}
+	}
+}
+
+// TestPayloads holds the upstream's traffic to the write-up's: chunk
+// payloads of 24–96 characters, PII among them, and [DONE] last.
+func TestPayloads(t *testing.T) {
+	events := RenderEvents(10000, 1)
+	if len(events) != EventsPerStream(10000) {
+		t.Fatalf("%d events, want %d", len(events), EventsPerStream(10000))
+	}
+	var pii int
+	for i, ev := range events[:len(events)-1] {
+		payload, ok := bytes.CutPrefix(ev, []byte("data: "))
+		payload, ok2 := bytes.CutSuffix(payload, []byte("\n\n"))
+		if !ok || !ok2 || len(payload) < 24 || len(payload) > 96 {
+			t.Fatalf("event %d: %q: want data: <24–96 characters>\\n\\n", i, ev)
+		}
+		if bytes.Contains(ev, []byte(`"@e`)) || bytes.Contains(ev, []byte(`"sk-`)) || bytes.Contains(ev, []byte(`"4111`)) || bytes.Contains(ev, []byte(`"+1`)) {
+			pii++
+		}
+	}
+	if pii < 5 {
+		t.Errorf("%d PII items begun in 10,000 tokens, want about 25", pii)
+	}
+	if string(events[len(events)-1]) != done {
+		t.Errorf("last event %q, want %q", events[len(events)-1], done)
+	}
+}
+
+// TestReadStream: a cut stream is a failure, never a fast stream.
+func TestReadStream(t *testing.T) {
+	whole := bytes.Join(RenderEvents(50, 1), nil)
+	resp := func(status int, body []byte, err error) *http.Response {
+		var r io.Reader = bytes.NewReader(body)
+		if err != nil {
+			r = io.MultiReader(r, errReader{err})
+		}
+		return &http.Response{StatusCode: status, Body: io.NopCloser(iotest.OneByteReader(r))}
+	}
+	if err := readStream(resp(200, whole, nil), EventsPerStream(50), nil); err != nil {
+		t.Errorf("a whole stream, read a byte at a time: %v", err)
+	}
+	for name, r := range map[string]*http.Response{
+		"cut":             resp(200, whole[:len(whole)/2], nil),
+		"cut before DONE": resp(200, whole[:len(whole)-len(done)], nil),
+		"reset":           resp(200, whole[:100], errors.New("connection reset by peer")),
+		"events missing":  resp(200, bytes.Join(RenderEvents(40, 1), nil), nil),
+		"status":          resp(502, []byte(`{"error":{"message":"upstream"}}`), nil),
+	} {
+		if err := readStream(r, EventsPerStream(50), nil); !errors.Is(err, errStream) {
+			t.Errorf("%s: %v, want a failed stream", name, err)
+		}
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

@@ -1,0 +1,244 @@
+package benchproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"time"
+
+	"burnlab/shared/service"
+)
+
+// vocabulary is the tokens the bench upstream streams: short words with a
+// leading space, as a model streams them and as the lab's upstream does, so
+// every chunk stays within the write-up's 24–96 characters.
+var vocabulary = [...]string{
+	" the", " of", " and", " to", " a", " in", " is", " it", " that", " for",
+	" you", " was", " on", " are", " with", " as", " be", " this", " have", " from",
+	" or", " by", " not", " but", " what", " all", " we", " can", " when", " your",
+	" which", " their", " said", " if", " will", " each", " about", " how", " up", " out",
+	" function", " return", " error", " value", " stream", " token", " buffer", " string",
+	".", ",", ":", "\n", " (", ")", "ing", "ed", "ly", "s",
+}
+
+// piiEvery puts about one PII item in this many tokens, spelled across
+// events, as the lab's upstream does: the gateway's redaction is always on
+// and its slow path must be in the figure, not only its fast one.
+const piiEvery = 400
+
+func piiItem(rng *rand.Rand) []string {
+	var s string
+	switch rng.IntN(4) {
+	case 0:
+		s = "user" + strconv.Itoa(rng.IntN(10000)) + "@example.com"
+	case 1:
+		s = "+1 555 " + strconv.Itoa(100+rng.IntN(900)) + " " + strconv.Itoa(1000+rng.IntN(9000))
+	case 2:
+		s = "4111 1111 1111 1111" // a published test card number (Luhn-valid)
+	default:
+		s = "sk-" + strconv.FormatUint(rng.Uint64(), 36) + strconv.FormatUint(rng.Uint64(), 36)
+	}
+	tokens := []string{" "}
+	for len(s) > 0 {
+		n := min(len(s), 2+rng.IntN(5))
+		tokens = append(tokens, s[:n])
+		s = s[n:]
+	}
+	return append(tokens, " ")
+}
+
+// chunkHead and chunkTail frame each token: an OpenAI chunk without the
+// choice's index (clients default it to 0), which leaves room for content
+// within 96 characters.
+const (
+	chunkHead = `data: {"id":"b1","object":"chat.completion.chunk","choices":[{"delta":{"content":`
+	chunkTail = "}}]}\n\n"
+	finish    = `data: {"id":"b1","object":"chat.completion.chunk","choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\n"
+	done      = "data: [DONE]\n\n"
+)
+
+// RenderEvents returns the events of one stream: n content chunks, the
+// finish chunk and [DONE]. The same seed gives the same stream.
+func RenderEvents(n int, seed uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, 16))
+	events := make([][]byte, 0, n+2)
+	var pending []string
+	for range n {
+		var tok string
+		switch {
+		case len(pending) > 0:
+			tok, pending = pending[0], pending[1:]
+		case rng.IntN(piiEvery) == 0:
+			pending = piiItem(rng)
+			tok, pending = pending[0], pending[1:]
+		default:
+			tok = vocabulary[rng.IntN(len(vocabulary))]
+		}
+		q, _ := json.Marshal(tok) // a string always marshals
+		events = append(events, []byte(chunkHead+string(q)+chunkTail))
+	}
+	return append(events, []byte(finish), []byte(done))
+}
+
+// EventsPerStream is how many SSE events a stream of n tokens has: the
+// content chunks, the finish chunk and [DONE]. The load generator counts
+// them to tell a whole stream from a cut one.
+func EventsPerStream(n int) int { return n + 2 }
+
+// upstreamRequest is what the bench upstream reads of a chat request.
+type upstreamRequest struct {
+	MaxTokens int `json:"max_tokens"`
+	// PaceMS sends one event every PaceMS milliseconds instead of the
+	// whole stream at once: the memory run holds streams open with it.
+	// Every proxy forwards the body as it is, so it reaches the upstream.
+	PaceMS int `json:"pace_ms"`
+}
+
+// Upstream is the benchmark's model provider: it answers
+// POST /v1/chat/completions with a precomputed stream of its events
+// (or of max_tokens events when the request asks for another number), so
+// its own cost per stream is one write and the proxies' rows measure the
+// proxies.
+type Upstream struct {
+	events int
+	seed   uint64
+	evs    [][]byte // the default stream's events, for paced answers
+	body   []byte   // and all of them at once
+}
+
+// NewUpstream precomputes the default stream of events content chunks.
+func NewUpstream(events int, seed uint64) *Upstream {
+	evs := RenderEvents(events, seed)
+	return &Upstream{events: events, seed: seed, evs: evs, body: bytes.Join(evs, nil)}
+}
+
+func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/readyz" {
+		w.Write([]byte("ready\n"))
+		return
+	}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, "POST /v1/chat/completions only", http.StatusNotFound)
+		return
+	}
+	var req upstreamRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		http.Error(w, "bad request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	n := u.events
+	if req.MaxTokens > 0 && req.MaxTokens < n {
+		n = req.MaxTokens
+	}
+	if req.PaceMS <= 0 {
+		if n == u.events {
+			w.Write(u.body)
+			return
+		}
+		w.Write(bytes.Join(RenderEvents(n, u.seed), nil))
+		return
+	}
+	rc := http.NewResponseController(w)
+	tick := time.NewTicker(time.Duration(req.PaceMS) * time.Millisecond)
+	defer tick.Stop()
+	evs := u.evs
+	if n != u.events {
+		evs = RenderEvents(n, u.seed)
+	}
+	for _, ev := range evs {
+		if _, err := w.Write(ev); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// NewReverseProxy is the benchmark's yardstick: a bare
+// httputil.ReverseProxy, streaming (FlushInterval -1) and full duplex —
+// without full duplex Go's HTTP/1 server may close a POST's request body
+// once the answer has begun, which can cut the proxied stream short (Go
+// issue 40747), as the in-process benchmark found. Its transport keeps as many idle upstream connections as
+// the gateway's does, so neither pays for new connections the other reuses.
+func NewReverseProxy(upstream *url.URL) http.Handler {
+	rp := httputil.NewSingleHostReverseProxy(upstream)
+	rp.FlushInterval = -1
+	rp.Transport = &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			w.Write([]byte("ready\n"))
+			return
+		}
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, "full duplex: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})
+}
+
+// Serve runs h on listen and the admin mux (/metrics with the Go runtime's
+// heap figures, /readyz, /debug/pprof/) on admin until ctx ends. Both must be
+// loopback addresses: pprof hands out the heap.
+func Serve(ctx context.Context, listen, admin string, h http.Handler) error {
+	for _, addr := range []string{listen, admin} {
+		if err := loopback(addr); err != nil {
+			return err
+		}
+	}
+	servers := []*http.Server{
+		{Addr: listen, Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute},
+		{Addr: admin, Handler: service.AdminMux(service.NewRegistry(), nil), ReadHeaderTimeout: 5 * time.Second},
+	}
+	errc := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errc <- s.ListenAndServe() }()
+	}
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	for _, s := range servers {
+		s.Close()
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// loopback refuses an address that is not on 127.0.0.1 or ::1.
+func loopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("address %q: the benchmark listens on loopback only", addr)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package benchproxy
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable prints the report: what ran where, one row per target and
+// concurrency with each figure beside its ratio to the bare ReverseProxy at
+// the same concurrency, and the heap per held stream.
+func WriteTable(w io.Writer, r *Report) error {
+	m := r.Machine
+	nginx := ""
+	if m.Nginx != "" {
+		nginx = ", " + m.Nginx + " (worker_processes auto)"
+	}
+	fmt.Fprintf(w, "bench-proxy: %d-event SSE streams (payloads 24–96 characters, a PII item per ~%d tokens), each read whole and checked\n", r.Events, piiEvery)
+	fmt.Fprintf(w, "machine: %d CPUs, %s, %s, %s%s\n", m.CPUs, m.CPU, m.Kernel, m.Go, nginx)
+	fmt.Fprintf(w, "revision: %s; started %s, took %s\n", r.Gateway, r.Started.Format("2006-01-02 15:04 MST"), r.Elapsed)
+	fmt.Fprintf(w, "CPU: the server's own processes (every thread's run time, before and after the row); the upstream's only in \"direct\", the load generator's in none\n\n")
+
+	rp := map[int]Row{}
+	for _, row := range r.Rows {
+		if row.Target == ReverseProxy {
+			rp[row.Concurrency] = row
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target          \tconc\tstreams\tfailed\tCPU ms/stream\t×RP\tstreams/s\t×RP\tp50 ms\t×RP\tp99 ms\t×RP\t")
+	for _, row := range r.Rows {
+		base, ok := rp[row.Concurrency]
+		ratio := func(v, b float64) string {
+			if !ok || b == 0 {
+				return "—"
+			}
+			return fmt.Sprintf("%.2f", v/b)
+		}
+		fmt.Fprintf(tw, "%-16s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Target, row.Concurrency, row.Streams, row.Failures,
+			num(row.CPUMsPerStream), ratio(row.CPUMsPerStream, base.CPUMsPerStream),
+			num(row.StreamsPerSec), ratio(row.StreamsPerSec, base.StreamsPerSec),
+			num(row.P50Ms), ratio(row.P50Ms, base.P50Ms),
+			num(row.P99Ms), ratio(row.P99Ms, base.P99Ms))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, row := range r.Rows {
+		if row.FirstError != "" {
+			fmt.Fprintf(w, "%s c=%d first failure: %s\n", row.Target, row.Concurrency, row.FirstError)
+		}
+	}
+	if len(r.Memory) == 0 {
+		return nil
+	}
+	held := r.Memory[0]
+	fmt.Fprintf(w, "\nheap per in-flight stream: %d streams held open at once (the upstream sends an event every %d ms), read when each had %d events;\n"+
+		"go_memstats_heap_inuse_bytes after a forced GC, held minus idle, over %d\n\n", held.Streams, r.MemPace, held.EventsEach, held.Streams)
+	var rpMem float64
+	for _, mem := range r.Memory {
+		if mem.Target == ReverseProxy {
+			rpMem = mem.BytesPerStream
+		}
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target          \theap idle MiB\theap held MiB\tKiB/stream\t×RP\t")
+	for _, mem := range r.Memory {
+		ratio := "—"
+		if rpMem > 0 {
+			ratio = fmt.Sprintf("%.2f", mem.BytesPerStream/rpMem)
+		}
+		fmt.Fprintf(tw, "%-16s\t%s\t%s\t%s\t%s\t\n", mem.Target, num(float64(mem.HeapIdle)/(1<<20)), num(float64(mem.HeapHeld)/(1<<20)),
+			num(mem.BytesPerStream/1024), ratio)
+	}
+	return tw.Flush()
+}
+
+// num prints about three significant digits without an exponent.
+func num(v float64) string {
+	switch a := max(v, -v); {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}

@@ -1,0 +1,81 @@
+// Command bench-proxy runs the side-by-side proxy benchmark (`make
+// bench-proxy`): the same 10k-event SSE streams straight to an upstream,
+// through a bare httputil.ReverseProxy, nginx, and the fixed and baseline
+// gateways, each in its own process on loopback, and prints one table of
+// CPU per stream, streams per second and p50/p99 stream time, each beside
+// its ratio to the ReverseProxy, and the heap per in-flight stream.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"burnlab/shared/service"
+	"burnlab/stack/benchproxy"
+)
+
+func main() {
+	service.Main("bench-proxy", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout, os.Stderr) })
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench-proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	streams := fs.Int("streams", 500, "measured streams per row")
+	baseline := fs.Int("baseline-streams", 8, "measured streams per row of the baseline gateway (each takes seconds)")
+	events := fs.Int("events", 10000, "content events per stream")
+	conc := fs.String("concurrency", "1,8", "comma-separated concurrencies: a row per target and concurrency")
+	targets := fs.String("targets", strings.Join(benchproxy.AllTargets(), ","), "comma-separated targets")
+	memStreams := fs.Int("mem-streams", 200, "streams held open at once to measure each Go proxy's heap per stream (0: skip)")
+	memEvents := fs.Int("mem-events", 200, "events each held stream has received when the heap is read")
+	seed := fs.Uint64("seed", 1, "seed of the streams' tokens")
+	out := fs.String("o", "", "also write the report as JSON to this file")
+	root := fs.String("root", ".", "the repository (the binaries are built from it)")
+	if err := service.Parse(fs, args, nil); err != nil {
+		return err
+	}
+	var cs []int
+	for _, f := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("-concurrency %q: %w", *conc, err)
+		}
+		cs = append(cs, n)
+	}
+	abs, err := filepath.Abs(*root)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(abs, "go.work")); err != nil {
+		return errors.New("run bench-proxy from the repository root (make bench-proxy), or give -root")
+	}
+	rep, runErr := benchproxy.Run(ctx, benchproxy.Config{
+		Root: abs, Targets: strings.Split(*targets, ","), Events: *events, Streams: *streams, BaselineStreams: *baseline,
+		Concurrency: cs, MemStreams: *memStreams, MemEvents: *memEvents, Seed: *seed, Log: stderr,
+	})
+	if rep == nil {
+		return runErr
+	}
+	fmt.Fprintln(stdout)
+	if err := benchproxy.WriteTable(stdout, rep); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if *out != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return errors.Join(runErr, err)
+		}
+		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+			return errors.Join(runErr, fmt.Errorf("-o: %w", err))
+		}
+	}
+	return runErr
+}

@@ -17,7 +17,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(w, "bench-proxy: %d-event SSE streams (payloads 24–96 characters, a PII item per ~%d tokens), each read whole and checked\n", r.Events, piiEvery)
 	fmt.Fprintf(w, "machine: %d CPUs, %s, %s, %s%s\n", m.CPUs, m.CPU, m.Kernel, m.Go, nginx)
-	fmt.Fprintf(w, "revision: %s; started %s, took %s\n", r.Gateway, r.Started.Format("2006-01-02 15:04 MST"), r.Elapsed)
+	fmt.Fprintf(w, "revision: %s; started %s (load average %s), took %s\n", r.Gateway, r.Started.Format("2006-01-02 15:04 MST"), m.Load, r.Elapsed)
 	fmt.Fprintf(w, "CPU: the server's own processes (every thread's run time, before and after the row); the upstream's only in \"direct\", the load generator's in none\n\n")
 
 	rp := map[int]Row{}

@@ -280,8 +280,9 @@ func checkEnv(inv *inventory, r *repo, _ Overlay) []string {
 		"LOADGEN_SHARD": "the Indexed Job's pods each send one shard",
 	}
 	differs := map[string]string{
-		"LOADGEN_SHAPE":    "the shape is the ConfigMap's file",
-		"LOADGEN_DURATION": "a Job ends",
+		"LOADGEN_SHAPE":       "the shape is the ConfigMap's file",
+		"LOADGEN_DURATION":    "a Job ends",
+		"GATEWAY_DRAIN_GRACE": "a Service routes by readiness, so the gateway needs its grace to leave the endpoints before it stops accepting",
 	}
 	var out []string
 	for _, w := range inv.workloads {

@@ -2,7 +2,11 @@
 // the pager serves it and as the lab's e2e and the Grafana plugin read it.
 package incident
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Profile is what the pager captured from the gateway when a page fired,
 // or after it resolved.
@@ -23,11 +27,55 @@ type TopEntry struct {
 	FlatPct  float64 `json:"flat_pct"`
 }
 
-// Event is one line of an incident's timeline.
+// Kinds of timeline event.
+const (
+	Firing       = "firing"        // a firing notification
+	Resolved     = "resolved"      // a resolved notification
+	ProfileTaken = "profile"       // the page-time profile
+	ProfileAfter = "profile_after" // the profile taken once the page resolved
+)
+
+// Event is one entry of an incident's timeline: what happened, as data.
+// The store records it; What says it in words wherever it is shown.
 type Event struct {
 	At   time.Time `json:"at"`
-	What string    `json:"what"`
+	Kind string    `json:"kind"`
+	// Receiver and BurnRate are a notification's.
+	Receiver string `json:"receiver,omitempty"`
+	BurnRate string `json:"burn_rate,omitempty"`
+	// Top is a profile's top alloc_space function; Error, its failure.
+	Top   *TopEntry `json:"top,omitempty"`
+	Error string    `json:"error,omitempty"`
 }
+
+// What is the event in words, as the pager's pages and the Grafana plugin
+// show it.
+func (e Event) What() string {
+	switch e.Kind {
+	case Firing, Resolved:
+		what := strings.ToUpper(e.Kind)
+		if e.BurnRate != "" {
+			what += " burn " + e.BurnRate
+		}
+		return what + " (" + e.Receiver + ")"
+	case ProfileTaken, ProfileAfter:
+		what := "profile"
+		if e.Kind == ProfileAfter {
+			what = "profile after resolve"
+		}
+		switch {
+		case e.Error != "":
+			return what + " failed: " + e.Error
+		case e.Top != nil:
+			return fmt.Sprintf("%s captured: top alloc_space %s (%.1f%%)", what, e.Top.Function, e.Top.FlatPct)
+		}
+		return what + " captured"
+	}
+	return e.Kind
+}
+
+// String is the timeline line: the time and what happened.
+func (e Event) String() string { return e.At.UTC().Format(time.RFC3339) + " " + e.What() }
 
 // Incident is the life of one alert: from its first firing notification to
 // its resolution, identified by fingerprint and start.

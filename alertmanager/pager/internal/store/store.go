@@ -321,16 +321,13 @@ func (s *Store) apply(r Record) {
 		}
 		inc.Annotations = a.Annotations
 		inc.Status = a.Status
-		what := "FIRING"
+		kind := incident.Firing
 		if a.Status == "resolved" {
-			what = "RESOLVED"
+			kind = incident.Resolved
 			end := a.EndsAt
 			inc.EndsAt = &end
 		}
-		if burn := a.Annotations["burn_rate"]; burn != "" {
-			what += " burn " + burn
-		}
-		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, What: what + " (" + r.Receiver + ")"})
+		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, Kind: kind, Receiver: r.Receiver, BurnRate: a.Annotations["burn_rate"]})
 	case "profile", "profile_after":
 		inc := s.incidents[r.Incident]
 		if inc == nil || r.Profile == nil {
@@ -340,19 +337,16 @@ func (s *Store) apply(r Record) {
 		if p.TakenAt.IsZero() {
 			p.TakenAt = r.At
 		}
-		what := "profile captured"
+		ev := incident.Event{At: r.At, Kind: incident.ProfileTaken, Error: p.Error}
 		if r.Type == "profile_after" {
-			inc.After = &p
-			what = "profile after resolve captured"
+			inc.After, ev.Kind = &p, incident.ProfileAfter
 		} else {
 			inc.Profile = &p
 		}
-		if p.Error != "" {
-			what = strings.Replace(what, "captured", "failed: ", 1) + p.Error
-		} else if len(r.Profile.Top) > 0 {
-			what += fmt.Sprintf(": top alloc_space %s (%.1f%%)", r.Profile.Top[0].Function, r.Profile.Top[0].FlatPct)
+		if p.Error == "" && len(p.Top) > 0 {
+			ev.Top = &p.Top[0]
 		}
-		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, What: what})
+		inc.Timeline = append(inc.Timeline, ev)
 	}
 }
 

@@ -111,7 +111,7 @@ func incidentsFrame(incs []incident.Incident) *data.Frame {
 		}
 		var tl []string
 		for _, e := range inc.Timeline {
-			tl = append(tl, e.At.UTC().Format("15:04:05")+" "+e.What)
+			tl = append(tl, e.At.UTC().Format("15:04:05")+" "+e.What())
 		}
 		f.AppendRow(inc.StartsAt, inc.EndsAt, inc.Severity, inc.Status, inc.SLO, inc.AlertName,
 			inc.Annotations["burn_rate"], top, strings.Join(tl, "; "), inc.ID)

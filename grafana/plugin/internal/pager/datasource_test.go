@@ -46,7 +46,7 @@ func fakePager(t *testing.T, prof []byte) *httptest.Server {
 	incidents := `[
 	 {"id":"p1-1","alertname":"LLMGatewayStreamLatencyBudgetBurn","slo":"stream-latency","severity":"page","status":"firing",
 	  "startsAt":"2026-12-01T03:12:00Z","annotations":{"burn_rate":"10.2x"},
-	  "timeline":[{"at":"2026-12-01T03:12:05Z","what":"FIRING burn 10.2x (pager-page)"}],
+	  "timeline":[{"at":"2026-12-01T03:12:05Z","kind":"firing","receiver":"pager-page","burn_rate":"10.2x"}],
 	  "profile":{"file":"profiles/p1-1.pb.gz","top":[{"function":"transcript.(*Baseline).Append","flat_pct":99.6}]}},
 	 {"id":"t1-1","alertname":"LLMGatewayStreamLatencyBudgetBurn","slo":"stream-latency","severity":"ticket","status":"resolved",
 	  "startsAt":"2026-12-01T03:00:00Z","endsAt":"2026-12-01T03:30:00Z","annotations":{},"timeline":[]}]`

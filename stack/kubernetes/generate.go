@@ -5,10 +5,13 @@ import (
 	encjson "encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"sigs.k8s.io/yaml"
+
+	"burnlab/stack/lab"
 )
 
 // Windows are the SLO rule sets, each a file prometheus/rules/slo-<w>.yml
@@ -16,8 +19,17 @@ import (
 // PrometheusRule.
 var Windows = []string{"lab", "production"}
 
-// RuleFile is the repo's rule file of a window set.
-func RuleFile(windows string) string { return "prometheus/rules/slo-" + windows + ".yml" }
+// RuleFile is the repo's rule file of a window set: the one the lab and
+// compose give Prometheus as rules/slo.yml (lab.ConfigFiles, their one
+// table).
+func RuleFile(windows string) string {
+	for _, f := range lab.ConfigFiles(windows) {
+		if f.Service == lab.Prometheus && path.Base(f.Target) == "slo.yml" {
+			return f.Source
+		}
+	}
+	panic("lab.ConfigFiles names no rules/slo.yml for Prometheus")
+}
 
 // PrometheusRuleFile is where `make k8s` writes its PrometheusRule.
 func PrometheusRuleFile(windows string) string {

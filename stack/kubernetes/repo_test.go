@@ -117,7 +117,21 @@ func loadRepo(t *testing.T) *repo {
 
 func readRepo(root string) (*repo, error) {
 	r := &repo{root: root}
-	for rel, v := range map[string]any{"docker-compose.yml": &r.compose, "prometheus/prometheus.yml": &r.prom, "alertmanager/alertmanager.yml": &r.am} {
+	// The configs the lab and compose hand Prometheus and Alertmanager,
+	// from their one table.
+	files := map[string]any{"docker-compose.yml": &r.compose}
+	for _, f := range lab.ConfigFiles("lab") {
+		switch {
+		case f.Service == lab.Prometheus && filepath.Base(f.Target) == "prometheus.yml":
+			files[f.Source] = &r.prom
+		case f.Service == lab.Alertmanager:
+			files[f.Source] = &r.am
+		}
+	}
+	if len(files) != 3 {
+		return nil, fmt.Errorf("lab.ConfigFiles has no prometheus.yml or alertmanager.yml: %v", lab.ConfigFiles("lab"))
+	}
+	for rel, v := range files {
 		b, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
 			return nil, err

@@ -46,6 +46,7 @@ var checks = map[string]check{
 	"networkpolicy": checkNetworkPolicy,
 	"pdb":           checkPDB,
 	"load":          checkLoadJob,
+	"schema":        checkOperatorSchema,
 }
 
 // services: one workload per burnlab binary (the loadgen only with the

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ type pager struct {
 	srv  *httptest.Server
 	h    *Handler
 	st   *store.Store
-	logs *bytes.Buffer
+	logs *syncBuffer
 	dir  string
 }
 
@@ -47,7 +48,7 @@ func newPagerIn(t *testing.T, dir, profileURL, token string) *pager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
+	logs := &syncBuffer{}
 	h := New(Config{Store: st, Log: zerolog.New(logs), ProfileURL: profileURL, Token: token, ProfileTimeout: 5 * time.Second}, prometheus.NewRegistry())
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
@@ -56,6 +57,25 @@ func newPagerIn(t *testing.T, dir, profileURL, token string) *pager {
 		st.Close()
 	})
 	return &pager{srv: srv, h: h, st: st, logs: logs, dir: dir}
+}
+
+// syncBuffer is the handler's log: captures log from their own goroutines
+// while the webhook logs from the request's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func alert(status string, severity string, starts time.Time) map[string]any {

@@ -3,6 +3,7 @@
 package incident
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -72,6 +73,16 @@ func (e Event) What() string {
 		return what + " captured"
 	}
 	return e.Kind
+}
+
+// MarshalJSON adds the words to the facts, so the API's JSON reads as a
+// timeline for a person with curl too; decoding ignores them.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type facts Event // no MarshalJSON: no recursion
+	return json.Marshal(struct {
+		facts
+		What string `json:"what"`
+	}{facts(e), e.What()})
 }
 
 // String is the timeline line: the time and what happened.

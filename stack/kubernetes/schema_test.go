@@ -41,7 +41,10 @@ func checkOperatorSchema(inv *inventory, _ *repo, _ Overlay) []string {
 	}
 	for _, pm := range inv.podMonitors {
 		for i, ep := range pm.Spec.PodMetricsEndpoints {
-			endpoint(fmt.Sprintf("PodMonitor %s endpoint %d", pm.Name, i), ep.Interval, ep.ScrapeTimeout, ep.Port != nil, ep.TargetPort != nil)
+			// targetPort is deprecated on PodMonitors: portNumber is its
+			// successor, and a manifest using the old field is still read.
+			old := ep.TargetPort != nil //nolint:staticcheck // SA1019: reading it is the point
+			endpoint(fmt.Sprintf("PodMonitor %s endpoint %d", pm.Name, i), ep.Interval, ep.ScrapeTimeout, ep.Port != nil, old || ep.PortNumber != nil)
 		}
 	}
 	for _, pr := range inv.rules {

@@ -64,13 +64,15 @@ func TestScanFindsEveryTextWithItsStream(t *testing.T) {
 func TestScanRefusesWhatIsNotAnOrdinaryChunk(t *testing.T) {
 	var sc Scanner
 	for payload, want := range map[string]error{
-		`{"choices":[{"delta":{"content":"unterminated`:               openai.ErrBadString,
-		"{\"content\":\"raw\ncontrol\"}":                              openai.ErrBadString,
-		`{"content":"bad \x escape"}`:                                 openai.ErrBadString,
-		`{"choices":[{"index":-1,"delta":{"content":"x"}}]}`:          ErrBadIndex,
-		`{"choices":[{"index":1.5,"delta":{"content":"x"}}]}`:         ErrBadIndex,
-		`{"choices":[{"index":99999999999,"delta":{"content":"x"}}]}`: ErrBadIndex,
-		`{"choices":[{"index":"0","delta":{"content":"x"}}]}`:         ErrSyntax,
+		`{"choices":[{"delta":{"content":"unterminated`:                                  openai.ErrBadString,
+		"{\"content\":\"raw\ncontrol\"}":                                                 openai.ErrBadString,
+		`{"content":"bad \x escape"}`:                                                    openai.ErrBadString,
+		`{"choices":[{"index":-1,"delta":{"content":"x"}}]}`:                             ErrBadIndex,
+		`{"choices":[{"index":1.5,"delta":{"content":"x"}}]}`:                            ErrBadIndex,
+		`{"choices":[{"index":99999999999,"delta":{"content":"x"}}]}`:                    ErrBadIndex,
+		`{"choices":[{"index":"0","delta":{"content":"x"}}]}`:                            ErrSyntax,
+		`{"choices":[{"index":0,"logprobs":{"content":[{"token":"x","bytes":[120]}]}}]}`: ErrUnredactable,
+		`{"choices":[{"index":0,"delta":{"audio":{"transcript":"x"}}}]}`:                 ErrUnredactable,
 		`{"a":1}{"b":2}`: ErrSyntax,
 		`{"a":tru}`:      ErrSyntax,
 		`{"a":01}`:       ErrSyntax,
@@ -149,7 +151,7 @@ func FuzzScan(f *testing.F) {
 		}
 		valid := json.Valid(payload)
 		switch {
-		case errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrBadIndex):
+		case errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrBadIndex) || errors.Is(err, ErrUnredactable):
 			return // limits of an ordinary chunk, not JSON's
 		case err == nil && !valid:
 			t.Fatalf("Scan accepted invalid JSON %q", payload)

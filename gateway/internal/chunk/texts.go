@@ -62,6 +62,10 @@ var (
 	ErrTooDeep  = errors.New("chunk: nested deeper than MaxDepth")
 	ErrTooMany  = errors.New("chunk: more than MaxSpans text strings")
 	ErrBadIndex = errors.New("chunk: an index that is not a small non-negative integer")
+	// ErrUnredactable is a choice carrying text in a form no redactor
+	// reads: log probabilities (every token again, as strings and as byte
+	// arrays) or audio. The gateway refuses requests that ask for them.
+	ErrUnredactable = errors.New("chunk: log probabilities or audio, which cannot be redacted")
 )
 
 // Scanner finds the text strings of chat-completion chunks. It validates
@@ -247,6 +251,10 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 		inner.role = roleChoices
 	case at.choice >= 0 && string(key) == "tool_calls":
 		inner.role = roleToolCalls
+	case at.choice >= 0 && (string(key) == "logprobs" || string(key) == "audio"):
+		if !bytes.HasPrefix(s.p[i:], []byte("null")) {
+			return 0, ErrUnredactable
+		}
 	case (at.role == roleChoice || at.role == roleTool) && string(key) == "index":
 		n, end, err := smallInt(s.p, i)
 		if err != nil {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"unicode/utf8"
 
 	"burnlab/gateway/internal/chunk"
@@ -112,7 +113,9 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 				out.line(nil)
 				return out.flush()
 			}
-			s.dataEvent(out, value)
+			if err := s.dataEvent(out, value); err != nil {
+				return err
+			}
 		case string(field) == "event" || string(field) == "id" || string(field) == "retry":
 			out.line(line)
 		default:
@@ -130,24 +133,43 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 // chunk (ids, model, role, finish reason, numbers) is metadata and passes
 // as it came: redacting it as text would turn a "created" timestamp into a
 // phone number and the chunk into invalid JSON.
-func (s *stream) dataEvent(out *flusher, payload []byte) {
+//
+// A chunk that is JSON but past the limits of an ordinary one (nested too
+// deep, an index no client tells apart, more texts than the gateway keeps
+// state for, log probabilities or audio it never asked for) ends the
+// stream: a client would decode it, escapes and all, and the gateway
+// cannot redact what it does not walk.
+func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	spans, err := s.scanner.Scan(payload)
-	reason := reasonInvalidJSON
 	switch {
 	case err == nil:
-		if reason = s.rewrite(payload, spans); reason == "" {
+		reason := s.rewrite(payload, spans)
+		if reason == "" {
 			s.emit(out)
-			return
+			return nil
+		}
+		if reason == reasonTooManyTexts {
+			return unredactable{reason, "more text streams than the gateway redacts (" + strconv.Itoa(maxTextStreams) + ")"}
 		}
 	case errors.Is(err, chunk.ErrTooMany):
-		reason = reasonTooManyTexts
+		return unredactable{reasonTooManyTexts, err.Error()}
+	case errors.Is(err, chunk.ErrTooDeep) || errors.Is(err, chunk.ErrBadIndex) || errors.Is(err, chunk.ErrUnredactable):
+		return unredactable{reasonUnredactable, err.Error()}
 	}
-	// Not a chunk the gateway can read: redacted as plain text, so
-	// nothing unparsable carries PII past it.
-	s.acct.repair(reason)
+	// Not JSON, so no client decodes it either: redacted as plain text, so
+	// nothing unparsable carries PII past the gateway.
+	s.acct.repair(reasonInvalidJSON)
 	red, _ := redact.Text(payload)
 	s.out = append(append(s.out[:0], dataPrefix...), red...)
 	s.emit(out)
+	return nil
+}
+
+// unredactable ends a stream at a chunk the gateway will not forward.
+type unredactable struct{ reason, why string }
+
+func (u unredactable) Error() string {
+	return "upstream sent a chunk the gateway cannot redact: " + u.why
 }
 
 var dataPrefix = []byte("data: ")

@@ -94,7 +94,9 @@ func rewriteAll(t *testing.T, payloads ...string) []string {
 	rec := httptest.NewRecorder()
 	out := newFlusher(rec, time.Second)
 	for _, p := range payloads {
-		s.dataEvent(out, []byte(p))
+		if err := s.dataEvent(out, []byte(p)); err != nil {
+			break // the stream ends there, as forward ends it
+		}
 		out.line(nil)
 	}
 	s.flushTail(out)

@@ -114,9 +114,17 @@ func (h *Handler) streamHandler(route string) http.Handler {
 		s := &stream{route: route, id: requestID(r), acct: accounting{tenants: h.cfg.Tenants, start: time.Now()}}
 		w.Header().Set("X-Request-Id", s.id)
 		h.cfg.Metrics.inFlight.Inc()
-		res := h.serve(w, r, s)
-		h.cfg.Metrics.inFlight.Dec()
-		h.record(s, res)
+		// Deferred, so a panic in the handler (net/http recovers it) still
+		// leaves the gauge right and the stream recorded.
+		var res result
+		defer func() {
+			h.cfg.Metrics.inFlight.Dec()
+			if res.outcome == "" {
+				res = result{outcome: OutcomeUpstreamError, err: "the handler panicked"}
+			}
+			h.record(s, res)
+		}()
+		res = h.serve(w, r, s)
 	})
 }
 

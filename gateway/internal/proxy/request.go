@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,8 +27,32 @@ type admitted struct {
 
 // chatRequest holds the few fields the gateway reads.
 type chatRequest struct {
-	Stream    *bool `json:"stream"`
-	MaxTokens int   `json:"max_tokens"`
+	Stream      *bool           `json:"stream"`
+	MaxTokens   int             `json:"max_tokens"`
+	N           int             `json:"n"`
+	Logprobs    bool            `json:"logprobs"`
+	TopLogprobs int             `json:"top_logprobs"`
+	Audio       json.RawMessage `json:"audio"`
+	Modalities  []string        `json:"modalities"`
+}
+
+// MaxChoices bounds n: every choice's texts are redacted each with their own
+// hold-back state, and a response may open at most maxTextStreams of them.
+const MaxChoices = 8
+
+// unredactable says why a request would make the upstream answer with text
+// the gateway cannot redact, or "": log probabilities repeat every token
+// (as strings and as byte arrays), and audio carries its words in sound.
+func (c chatRequest) unredactable() string {
+	switch {
+	case c.N > MaxChoices:
+		return fmt.Sprintf(`"n": %d: this gateway streams at most %d choices, each redacted on its own`, c.N, MaxChoices)
+	case c.Logprobs || c.TopLogprobs > 0:
+		return `"logprobs" and "top_logprobs" are refused: they repeat every token, bytes included, where the gateway cannot redact them`
+	case len(c.Audio) > 0 && string(c.Audio) != "null" || slices.Contains(c.Modalities, "audio"):
+		return "audio output is refused: the gateway cannot redact speech"
+	}
+	return ""
 }
 
 // admit checks the request and its tenant, in order of cost: method, key,
@@ -55,7 +80,12 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*adm
 			// must not hold a handler.
 			return nil, reject(w, http.StatusRequestTimeout, "invalid_request_error", "request body did not arrive within the read timeout")
 		}
-		return nil, gone("reading request: " + err.Error())
+		if r.Context().Err() != nil {
+			return nil, gone("reading request: " + err.Error())
+		}
+		// A body that is not well formed (a broken chunked encoding): the
+		// client is still there and must hear why, not get an empty 200.
+		return nil, reject(w, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error())
 	}
 	// The read deadline covered the request; a stream lasts longer, and
 	// a deadline left on the connection would cancel it when it fires.
@@ -68,6 +98,9 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*adm
 	}
 	if req.Stream == nil || !*req.Stream {
 		return nil, reject(w, http.StatusBadRequest, "invalid_request_error", `this gateway only streams: set "stream": true`)
+	}
+	if why := req.unredactable(); why != "" {
+		return nil, reject(w, http.StatusBadRequest, "invalid_request_error", why)
 	}
 	release, wait, err := h.cfg.Tenants.Admit(t)
 	if err != nil {

@@ -6,8 +6,9 @@ import (
 	"burnlab/shared/openai"
 )
 
-// Reasons for gateway_upstream_errors_total. The first group ends a stream;
-// the rest are repaired in place and the stream goes on.
+// Reasons for gateway_upstream_errors_total. Most end a stream; malformed
+// lines, invalid JSON and invalid UTF-8 are repaired in place and the
+// stream goes on.
 const (
 	reasonConnect      = "connect"
 	reasonTimeout      = "timeout"
@@ -22,10 +23,11 @@ const (
 	reasonInvalidJSON  = "invalid_json"
 	reasonInvalidUTF8  = "invalid_utf8"
 	reasonTooManyTexts = "too_many_texts"
+	reasonUnredactable = "unredactable_chunk"
 )
 
 var allReasons = []string{reasonConnect, reasonTimeout, reason4xx, reason5xx, reasonContentType, reasonReset,
-	reasonIdle, reasonNoDone, reasonLineTooLong, reasonMalformed, reasonInvalidJSON, reasonInvalidUTF8, reasonTooManyTexts}
+	reasonIdle, reasonNoDone, reasonLineTooLong, reasonMalformed, reasonInvalidJSON, reasonInvalidUTF8, reasonTooManyTexts, reasonUnredactable}
 
 // result is how a stream ended, decided once: the outcome label its
 // duration is recorded under, the status the client got (0: none, the

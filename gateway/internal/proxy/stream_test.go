@@ -622,3 +622,79 @@ func TestChunksWithoutTextPassAsTheyCame(t *testing.T) {
 		t.Errorf("valid chunks counted as invalid JSON %v times", got)
 	}
 }
+
+// Requests whose answers would carry text the gateway cannot redact are
+// refused: more choices than it keeps state for, log probabilities (every
+// token again, bytes included), audio.
+func TestRequestsForUnredactableAnswersAreRefused(t *testing.T) {
+	called := false
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) { called = true })
+	for _, body := range []string{
+		`{"stream":true,"n":65}`,
+		`{"stream":true,"logprobs":true}`,
+		`{"stream":true,"top_logprobs":5}`,
+		`{"stream":true,"modalities":["text","audio"]}`,
+		`{"stream":true,"audio":{"voice":"alloy","format":"pcm16"}}`,
+	} {
+		resp := l.post(t, "k-acme", body)
+		var e openai.Error
+		raw := readJSON(t, resp.Body, &e)
+		if resp.StatusCode != 400 || e.Error.Message == "" {
+			t.Errorf("%s: %d %s, want 400 saying why", body, resp.StatusCode, raw)
+		}
+	}
+	if called {
+		t.Error("a refused request reached the upstream")
+	}
+	if resp := l.post(t, "k-acme", `{"stream":true,"n":2,"logprobs":false,"audio":null}`); resp.StatusCode == 400 {
+		t.Error("n=2 without log probabilities or audio is an ordinary request")
+	}
+}
+
+// An upstream can still send what was not asked for. A chunk the gateway
+// cannot redact — valid JSON past its limits, which a client would decode,
+// escapes and all — ends the stream; it is never forwarded as it came.
+func TestChunksTheGatewayCannotRedactEndTheStream(t *testing.T) {
+	var many []string
+	for i := range maxTextStreams + 1 {
+		many = append(many, fmt.Sprintf(`data: {"choices":[{"index":%d,"delta":{"content":"hi"}}]}`, i), "")
+	}
+	many = append(many, `data: {"choices":[{"index":64,"delta":{"content":"mail bob@exa"}}]}`, "",
+		`data: {"choices":[{"index":64,"delta":{"content":"mple.org now"}}]}`, "")
+	deep := `data: {"choices":[{"index":0,"delta":{"content":"bob\u0040example.org"}}],"pad":` +
+		strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40) + "}"
+	for name, c := range map[string]struct {
+		lines  []string
+		reason string
+	}{
+		"65 text streams":   {many, reasonTooManyTexts},
+		"an index of -1":    {[]string{`data: {"choices":[{"index":-1,"delta":{"content":"bob\u0040example.org"}}]}`, ""}, reasonUnredactable},
+		"nested too deep":   {[]string{deep, ""}, reasonUnredactable},
+		"log probabilities": {[]string{chunkLine("x"), "", `data: {"choices":[{"index":0,"delta":{"content":"y"},"logprobs":{"content":[{"token":"bob@example.org","bytes":[98,111,98]}]}}]}`, ""}, reasonUnredactable},
+		"audio":             {[]string{`data: {"choices":[{"index":0,"delta":{"audio":{"transcript":"call 555-123-4567"}}}]}`, ""}, reasonUnredactable},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newLab(t, sseUpstream(append(c.lines, "data: [DONE]", "")...))
+			_, body := l.stream(t)
+			// What a client decodes from every line it got.
+			for _, line := range strings.Split(body, "\n") {
+				payload, _ := strings.CutPrefix(line, "data: ")
+				var v any
+				decoded := payload
+				if json.Unmarshal([]byte(payload), &v) == nil {
+					b, _ := json.Marshal(v)
+					decoded = string(b)
+				}
+				for _, pii := range []string{"bob@exa", "bob\\u0040", "555-123-4567", "bob@example"} {
+					if strings.Contains(decoded, pii) || strings.Contains(payload, pii) {
+						t.Fatalf("%q reached the client in %s", pii, line)
+					}
+				}
+			}
+			_, done, errs := contents(t, body)
+			if done || len(errs) != 1 || l.reason(c.reason) != 1 {
+				t.Fatalf("want the stream ended with one error event and reason %s; done=%v errors=%v\n%.400s", c.reason, done, errs, body)
+			}
+		})
+	}
+}

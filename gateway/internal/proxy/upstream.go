@@ -84,7 +84,10 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 }
 
 func classifyReadError(err, cause error) string {
+	var u unredactable
 	switch {
+	case errors.As(err, &u):
+		return u.reason
 	case errors.Is(cause, errIdle):
 		return reasonIdle
 	case errors.Is(err, sse.ErrLineTooLong):

@@ -141,7 +141,7 @@ bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 # install Prometheus and Chromium too. BENCH_PROXY_FLAGS: e.g. -streams 100,
 # -targets direct,reverseproxy,gateway-fixed, -o bench-proxy.json.
 .PHONY: bench-proxy
-bench-proxy: ## CPU/stream, streams/s, p50/p99 and heap/stream: direct, ReverseProxy, nginx, both gateways (~3 min; installs nginx)
+bench-proxy: ## CPU/stream, streams/s, p50/p99 and heap/stream: direct, ReverseProxy, nginx, both gateways (~1 min; installs nginx)
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
 		echo "installing nginx (missing)"; \
 		command -v apt-get >/dev/null || { echo "no apt-get: install nginx yourself, or leave it out with BENCH_PROXY_FLAGS='-targets direct,reverseproxy,gateway-fixed,gateway-baseline'" >&2; exit 1; }; \

@@ -30,17 +30,17 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintln(tw, "target          \tconc\tstreams\tfailed\tCPU ms/stream\t×RP\tstreams/s\t×RP\tp50 ms\t×RP\tp99 ms\t×RP\t")
 	for _, row := range r.Rows {
 		base, ok := rp[row.Concurrency]
-		ratio := func(v, b float64) string {
+		rel := func(v, b float64) string {
 			if !ok || b == 0 {
 				return "—"
 			}
-			return fmt.Sprintf("%.2f", v/b)
+			return ratio(v / b)
 		}
 		fmt.Fprintf(tw, "%-16s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.Target, row.Concurrency, row.Streams, row.Failures,
-			num(row.CPUMsPerStream), ratio(row.CPUMsPerStream, base.CPUMsPerStream),
-			num(row.StreamsPerSec), ratio(row.StreamsPerSec, base.StreamsPerSec),
-			num(row.P50Ms), ratio(row.P50Ms, base.P50Ms),
-			num(row.P99Ms), ratio(row.P99Ms, base.P99Ms))
+			num(row.CPUMsPerStream), rel(row.CPUMsPerStream, base.CPUMsPerStream),
+			num(row.StreamsPerSec), rel(row.StreamsPerSec, base.StreamsPerSec),
+			num(row.P50Ms), rel(row.P50Ms, base.P50Ms),
+			num(row.P99Ms), rel(row.P99Ms, base.P99Ms))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -65,12 +65,12 @@ func WriteTable(w io.Writer, r *Report) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target          \theap idle MiB\theap held MiB\tKiB/stream\t×RP\t")
 	for _, mem := range r.Memory {
-		ratio := "—"
+		rel := "—"
 		if rpMem > 0 {
-			ratio = fmt.Sprintf("%.2f", mem.BytesPerStream/rpMem)
+			rel = ratio(mem.BytesPerStream / rpMem)
 		}
 		fmt.Fprintf(tw, "%-16s\t%s\t%s\t%s\t%s\t\n", mem.Target, num(float64(mem.HeapIdle)/(1<<20)), num(float64(mem.HeapHeld)/(1<<20)),
-			num(mem.BytesPerStream/1024), ratio)
+			num(mem.BytesPerStream/1024), rel)
 	}
 	return tw.Flush()
 }
@@ -86,5 +86,18 @@ func num(v float64) string {
 		return fmt.Sprintf("%.2f", v)
 	default:
 		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+// ratio prints a ratio to two decimals, and one far below 1 (the baseline
+// gateway's throughput) with two significant digits rather than as 0.00.
+func ratio(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 0.1 || v == 0:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.2g", v)
 	}
 }

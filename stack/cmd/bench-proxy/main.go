@@ -39,8 +39,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the streams' tokens")
 	out := fs.String("o", "", "also write the report as JSON to this file")
 	root := fs.String("root", ".", "the repository (the binaries are built from it)")
+	from := fs.String("from", "", "run nothing: print the table of a report saved with -o")
 	if err := service.Parse(fs, args, nil); err != nil {
 		return err
+	}
+	if *from != "" {
+		return printSaved(stdout, *from)
 	}
 	var cs []int
 	for _, f := range strings.Split(*conc, ",") {
@@ -78,4 +82,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return runErr
+}
+
+// printSaved prints the table of a report saved with -o, so a run's table
+// can be shown again (in another layout, say) without running it again.
+func printSaved(stdout io.Writer, path string) error {
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the user's own -from file
+	if err != nil {
+		return fmt.Errorf("-from: %w", err)
+	}
+	var rep benchproxy.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("-from %s: %w", path, err)
+	}
+	return benchproxy.WriteTable(stdout, &rep)
 }

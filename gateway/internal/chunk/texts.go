@@ -7,6 +7,7 @@ package chunk
 import (
 	"bytes"
 	"errors"
+	"slices"
 
 	"burnlab/shared/openai"
 )
@@ -22,6 +23,9 @@ const (
 	Reasoning              // reasoning_content, reasoning
 	Arguments              // tool_calls[].function.arguments, function_call.arguments
 	Text                   // choices[].text (completions) and content parts' text
+
+	// finishReason marks a metadata span: the value of finish_reason.
+	finishReason Field = 255
 )
 
 var fieldKeys = [...]struct {
@@ -92,7 +96,23 @@ type Scanner struct {
 	// gen counts full walks; hit says the last Scan took the shortcut.
 	gen uint64
 	hit bool
+
+	// meta are the values a chunk says once per stream, or once per
+	// choice: finish_reason, usage, and a tool call's id, type and name.
+	// finished are the choices whose finish_reason is not null, for this
+	// chunk and for the shape.
+	meta                  []Span
+	finished, shapeFinish []int
 }
+
+// Meta returns the metadata values of the last chunk walked in full (not
+// one taken by the shortcut): Start and End bound each value, Key.Choice
+// and Key.Tool say whose it is.
+func (s *Scanner) Meta() []Span { return s.meta }
+
+// Finished says whether the last chunk scanned ends choice: it carries a
+// finish_reason for it other than null.
+func (s *Scanner) Finished(choice int) bool { return slices.Contains(s.finished, choice) }
 
 // Shape says whether the last Scan found its chunk in the shape of the
 // last walked one, and which walk that was: two chunks with the same gen
@@ -123,10 +143,12 @@ type where struct {
 func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 	if sp, ok := s.sameShape(payload); ok {
 		s.spans, s.hit = append(s.spans[:0], sp), true
+		s.finished = append(s.finished[:0], s.shapeFinish...)
 		return s.spans, nil
 	}
 	s.gen, s.hit, s.shaped = s.gen+1, false, false
 	s.p, s.spans, s.choices, s.tools = payload, s.spans[:0], s.choices[:0], s.tools[:0]
+	s.meta, s.finished = s.meta[:0], s.finished[:0]
 	i, err := s.value(skipSpace(payload, 0), 0, where{role: roleTop, choice: -1, tool: -1})
 	if err != nil {
 		return nil, err
@@ -145,7 +167,20 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 			sp.Key.Tool = orPosition(s.tools[t], t)
 		}
 	}
+	for k := range s.meta {
+		m := &s.meta[k]
+		if c := m.Key.Choice; c >= 0 {
+			m.Key.Choice = orPosition(s.choices[c], c)
+		}
+		if t := m.Key.Tool; t >= 0 {
+			m.Key.Tool = orPosition(s.tools[t], t)
+		}
+		if m.Key.Field == finishReason && !bytes.HasPrefix(payload[m.Start:m.End], []byte("null")) {
+			s.finished = append(s.finished, m.Key.Choice)
+		}
+	}
 	if s.shaped = len(s.spans) == 1; s.shaped {
+		s.shapeFinish = append(s.shapeFinish[:0], s.finished...)
 		sp := s.spans[0]
 		s.head = append(s.head[:0], payload[:sp.Start]...)
 		s.tail = append(s.tail[:0], payload[sp.End:]...)
@@ -255,6 +290,23 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 		if !bytes.HasPrefix(s.p[i:], []byte("null")) {
 			return 0, ErrUnredactable
 		}
+	case at.role == roleChoice && string(key) == "finish_reason",
+		at.role == roleTop && string(key) == "usage",
+		at.role == roleTool && (string(key) == "id" || string(key) == "type"),
+		at.tool >= 0 && at.role == roleOther && string(key) == "name":
+		end, err := s.value(i, depth, inner)
+		if err != nil {
+			return 0, err
+		}
+		if len(s.meta) == MaxSpans {
+			return 0, ErrTooMany
+		}
+		f := Field(0)
+		if string(key) == "finish_reason" {
+			f = finishReason
+		}
+		s.meta = append(s.meta, Span{Start: i, End: end, Key: Key{Choice: at.choice, Tool: at.tool, Field: f}})
+		return end, nil
 	case (at.role == roleChoice || at.role == roleTool) && string(key) == "index":
 		n, end, err := smallInt(s.p, i)
 		if err != nil {

@@ -27,6 +27,7 @@ type stream struct {
 	// payload, or of text for the escaped ones), a redaction, the line out.
 	views          [][]byte
 	text, red, out []byte
+	rel            []byte // a released tail's line
 }
 
 // begin readies a stream whose 200 is sent for forwarding.
@@ -145,7 +146,14 @@ func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	case err == nil:
 		reason := s.rewrite(payload, spans)
 		if reason == "" {
-			s.emit(out)
+			// A chunk that ends a choice comes after all its text: what
+			// its other streams still hold goes out first.
+			for _, t := range s.texts {
+				if s.scanner.Finished(t.key.Choice) {
+					s.release(out, t)
+				}
+			}
+			s.emit(out, s.out)
 			return nil
 		}
 		if reason == reasonTooManyTexts {
@@ -161,7 +169,7 @@ func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	s.acct.repair(reasonInvalidJSON)
 	red, _ := redact.Text(payload)
 	s.out = append(append(s.out[:0], dataPrefix...), red...)
-	s.emit(out)
+	s.emit(out, s.out)
 	return nil
 }
 
@@ -210,6 +218,9 @@ func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
 			s.acct.token()
 		}
 		red = t.red.Redact(red[:0], text)
+		if s.scanner.Finished(sp.Key.Choice) {
+			red = t.red.Flush(red) // its last text: nothing more can join it
+		}
 		out = append(out, payload[last:sp.Start]...)
 		out = openai.AppendQuote(out, red)
 		last = sp.End
@@ -221,39 +232,62 @@ func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
 	return ""
 }
 
-// flushTail releases every stream's held tail as one more event each, in
-// the shape of the last chunk that held it back, with that chunk's other
-// texts emptied: they were forwarded already.
+// flushTail releases every stream's held tail, at the end of the stream.
 func (s *stream) flushTail(out *flusher) {
 	for _, t := range s.texts {
-		if !t.red.Pending() {
-			continue
-		}
-		s.red = t.red.Flush(s.red[:0])
-		spans, err := s.scanner.Scan(t.tmpl)
-		if err != nil { // cannot happen: tmpl is a chunk Scan accepted
-			continue
-		}
-		s.out = append(s.out[:0], dataPrefix...)
-		last := 0
-		for _, sp := range spans {
-			s.out = append(s.out, t.tmpl[last:sp.Start]...)
-			if sp.Key == t.key {
-				s.out = openai.AppendQuote(s.out, s.red)
-			} else {
-				s.out = append(s.out, `""`...)
-			}
-			last = sp.End
-		}
-		s.out = append(s.out, t.tmpl[last:]...)
-		s.emit(out)
-		out.line(nil) // close the event the gateway made
+		s.release(out, t)
 	}
 }
 
-// emit forwards the data line in s.out and feeds it to the transcript.
-func (s *stream) emit(out *flusher) {
-	transcript.AppendLine(s.tr, s.out)
-	out.line(s.out)
+// release sends t's held tail as an event of its own, in the shape of the
+// last chunk that held it back: that chunk's other texts empty, and what it
+// says once — a finish reason, usage, a tool call's id, type and name —
+// null, since it went out with that chunk already.
+func (s *stream) release(out *flusher, t *textStream) {
+	if !t.red.Pending() {
+		return
+	}
+	red := t.red.Flush(s.red[:0])
+	var sc chunk.Scanner // a full walk, for the metadata's places
+	spans, err := sc.Scan(t.tmpl)
+	if err != nil { // cannot happen: tmpl is a chunk Scan accepted
+		return
+	}
+	meta := sc.Meta()
+	line := append(s.rel[:0], dataPrefix...)
+	last, placed := 0, false
+	for i, j := 0, 0; i < len(spans) || j < len(meta); {
+		if j == len(meta) || i < len(spans) && spans[i].Start < meta[j].Start {
+			sp := spans[i]
+			i++
+			if sp.Start < last {
+				continue // inside metadata already nulled
+			}
+			line = append(line, t.tmpl[last:sp.Start]...)
+			if sp.Key == t.key && !placed {
+				line, placed = openai.AppendQuote(line, red), true
+			} else {
+				line = append(line, `""`...)
+			}
+			last = sp.End
+			continue
+		}
+		m := meta[j]
+		j++
+		if m.Start < last {
+			continue
+		}
+		line = append(append(line, t.tmpl[last:m.Start]...), "null"...)
+		last = m.End
+	}
+	s.rel, s.red = append(line, t.tmpl[last:]...), red
+	s.emit(out, s.rel)
+	out.line(nil) // close the event the gateway made
+}
+
+// emit forwards a data line and feeds it to the transcript.
+func (s *stream) emit(out *flusher, line []byte) {
+	transcript.AppendLine(s.tr, line)
+	out.line(line)
 	s.acct.events++
 }

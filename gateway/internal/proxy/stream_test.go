@@ -698,3 +698,82 @@ func TestChunksTheGatewayCannotRedactEndTheStream(t *testing.T) {
 		})
 	}
 }
+
+// A held tail goes out before the chunk that finishes its choice, and a
+// released tail repeats nothing its template chunk said once: a client
+// that stops at finish_reason, or appends a tool call's name, gets what the
+// upstream sent.
+func TestHeldTextGoesOutBeforeTheFinishAndRepeatsNothing(t *testing.T) {
+	l := newLab(t, sseUpstream(
+		`data: {"id":"c","choices":[{"index":0,"delta":{"content":"The answer is 42"},"finish_reason":"stop"}]}`, "",
+		`data: {"id":"c","choices":[{"index":1,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"dial","arguments":"{\"to\":\"555"}}]}}]}`, "",
+		`data: {"id":"c","choices":[{"index":2,"delta":{"content":"mail bob"}}]}`, "",
+		`data: {"id":"c","choices":[{"index":2,"delta":{},"finish_reason":"length"}]}`, "",
+		`data: {"id":"c","choices":[{"index":3,"delta":{"content":"a"}},{"index":3,"delta":{"content":"b 12"}}]}`, "",
+		`data: {"id":"c","choices":[],"usage":{"completion_tokens":9}}`, "",
+		"data: [DONE]", ""))
+	_, body := l.stream(t)
+	type choice struct {
+		Index        int     `json:"index"`
+		FinishReason *string `json:"finish_reason"`
+		Delta        struct {
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				ID       *string `json:"id"`
+				Type     *string `json:"type"`
+				Function struct {
+					Name      *string `json:"name"`
+					Arguments string  `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+	}
+	text := map[int]string{}
+	finished := map[int]int{}
+	var names, ids string
+	usages := 0
+	for _, line := range strings.Split(body, "\n") {
+		payload, ok := strings.CutPrefix(line, "data: ")
+		if !ok || payload == "[DONE]" {
+			continue
+		}
+		var c struct {
+			Choices []choice        `json:"choices"`
+			Usage   json.RawMessage `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(payload), &c); err != nil {
+			t.Fatalf("not JSON: %s", payload)
+		}
+		if len(c.Usage) > 0 && string(c.Usage) != "null" {
+			usages++
+		}
+		for _, ch := range c.Choices {
+			got := ch.Delta.Content
+			for _, tc := range ch.Delta.ToolCalls {
+				got += tc.Function.Arguments
+				if tc.Function.Name != nil {
+					names += *tc.Function.Name
+				}
+				if tc.ID != nil {
+					ids += *tc.ID
+				}
+			}
+			if got != "" && finished[ch.Index] > 0 {
+				t.Errorf("choice %d got %q after its finish_reason", ch.Index, got)
+			}
+			text[ch.Index] += got
+			if ch.FinishReason != nil {
+				finished[ch.Index]++
+			}
+		}
+	}
+	want := map[int]string{0: "The answer is 42", 1: `{"to":"555`, 2: "mail bob", 3: "ab 12"}
+	for i, w := range want {
+		if text[i] != w {
+			t.Errorf("choice %d: client assembled %q, want %q", i, text[i], w)
+		}
+	}
+	if finished[0] != 1 || finished[2] != 1 || names != "dial" || ids != "call_1" || usages != 1 {
+		t.Errorf("said once each: finish_reason %v, tool name %q, id %q, usage %d times\n%s", finished, names, ids, usages, body)
+	}
+}

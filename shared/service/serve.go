@@ -144,9 +144,11 @@ func Serve(ctx context.Context, log zerolog.Logger, d Drain, servers ...Server) 
 	defer cancel()
 	var firstErr error
 	for _, h := range hs {
-		if err := h.Shutdown(shutdownCtx); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("drain: %w", err)
-			h.Close()
+		if err := h.Shutdown(shutdownCtx); err != nil {
+			h.Close() // past the drain: whatever is left is cut, on every listener
+			if firstErr == nil {
+				firstErr = fmt.Errorf("drain: %w", err)
+			}
 		}
 	}
 	return firstErr

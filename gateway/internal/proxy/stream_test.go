@@ -399,11 +399,18 @@ func TestRequestErrorsFromTheUpstreamAreRejectedNotUpstreamErrors(t *testing.T) 
 		{401, 502, OutcomeUpstreamError, reason4xx},
 		{403, 502, OutcomeUpstreamError, reason4xx},
 		{429, 429, OutcomeUpstreamError, reason4xx},
+		// Not the provider's error shape: a wrong upstream URL, not a
+		// client's mistake (see plain below).
+		{-404, 502, OutcomeUpstreamError, reason4xx},
 		{500, 502, OutcomeUpstreamError, reason5xx},
 		{503, 502, OutcomeUpstreamError, reason5xx},
 	} {
-		t.Run(http.StatusText(c.code), func(t *testing.T) {
+		t.Run(fmt.Sprint(c.code), func(t *testing.T) {
 			l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+				if c.code < 0 {
+					http.NotFound(w, r) // "404 page not found": no provider said that
+					return
+				}
 				http.Error(w, `{"error":{"message":"model 'nope' does not exist, ask bob@example.com"}}`, c.code)
 			})
 			resp := l.post(t, "k-acme", `{"model":"nope","stream":true}`)

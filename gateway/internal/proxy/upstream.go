@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"burnlab/gateway/internal/redact"
 	"burnlab/gateway/internal/sse"
+	"burnlab/shared/openai"
 )
 
 var (
@@ -100,9 +102,10 @@ func classifyReadError(err, cause error) string {
 
 // requestErrors are the upstream answers that blame the request itself
 // (an unknown model, a bad parameter): the client's mistake, passed back
-// as it is and recorded as rejected, so it burns no availability budget.
-// Every other 4xx — 401/403 (the gateway's own upstream credentials),
-// 408, 429 (the provider's capacity) — is the service's problem.
+// as it is and recorded as rejected, so it burns no availability budget —
+// when the provider says so in its own error shape. A bare 404 is a wrong
+// upstream URL, the service's problem, as is every other 4xx: 401/403 (the
+// gateway's own upstream credentials), 408, 429 (the provider's capacity).
 var requestErrors = map[int]bool{
 	http.StatusBadRequest: true, http.StatusNotFound: true, http.StatusConflict: true,
 	http.StatusRequestEntityTooLarge: true, http.StatusUnsupportedMediaType: true, http.StatusUnprocessableEntity: true,
@@ -117,8 +120,10 @@ func upstreamRefusal(w http.ResponseWriter, resp *http.Response) result {
 		redacted, _ := redact.Text([]byte(text))
 		msg += ": " + string(redacted)
 	}
+	var shaped openai.Error
+	isProviders := json.Unmarshal(snippet, &shaped) == nil && shaped.Error.Message != ""
 	switch code := resp.StatusCode; {
-	case requestErrors[code]:
+	case requestErrors[code] && isProviders:
 		return reject(w, code, "invalid_request_error", msg)
 	case code == http.StatusTooManyRequests:
 		if ra := resp.Header.Get("Retry-After"); ra != "" {

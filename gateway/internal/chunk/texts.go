@@ -263,19 +263,26 @@ func (s *Scanner) object(i, depth int, at where) (int, error) {
 		if i, err = s.member(key, i, depth, at); err != nil {
 			return 0, err
 		}
-		i = skipSpace(s.p, i)
-		if i >= len(s.p) {
-			return 0, ErrSyntax
-		}
-		switch s.p[i] {
-		case ',':
-			i = skipSpace(s.p, i+1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, ErrSyntax
+		var done bool
+		if i, done, err = s.after(i, '}'); err != nil || done {
+			return i, err
 		}
 	}
+}
+
+// after reads past what follows a member or an element: a comma, and more
+// follow, or the closing bracket, and the object or array is done.
+func (s *Scanner) after(i int, closer byte) (next int, done bool, err error) {
+	i = skipSpace(s.p, i)
+	switch {
+	case i >= len(s.p):
+		return 0, false, ErrSyntax
+	case s.p[i] == ',':
+		return skipSpace(s.p, i+1), false, nil
+	case s.p[i] == closer:
+		return i + 1, true, nil
+	}
+	return 0, false, ErrSyntax
 }
 
 // member parses the value of key at p[i], inside an object at `at`.
@@ -357,17 +364,9 @@ func (s *Scanner) array(i, depth int, at where) (int, error) {
 		if i, err = s.value(i, depth, elem); err != nil {
 			return 0, err
 		}
-		i = skipSpace(s.p, i)
-		if i >= len(s.p) {
-			return 0, ErrSyntax
-		}
-		switch s.p[i] {
-		case ',':
-			i = skipSpace(s.p, i+1)
-		case ']':
-			return i + 1, nil
-		default:
-			return 0, ErrSyntax
+		var done bool
+		if i, done, err = s.after(i, ']'); err != nil || done {
+			return i, err
 		}
 	}
 }

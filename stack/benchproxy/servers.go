@@ -12,49 +12,16 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"time"
 
+	"burnlab/loadgen/tokens"
 	"burnlab/shared/service"
 )
-
-// vocabulary is the tokens the bench upstream streams: short words with a
-// leading space, as a model streams them and as the lab's upstream does, so
-// every chunk stays within the write-up's 24–96 characters.
-var vocabulary = [...]string{
-	" the", " of", " and", " to", " a", " in", " is", " it", " that", " for",
-	" you", " was", " on", " are", " with", " as", " be", " this", " have", " from",
-	" or", " by", " not", " but", " what", " all", " we", " can", " when", " your",
-	" which", " their", " said", " if", " will", " each", " about", " how", " up", " out",
-	" function", " return", " error", " value", " stream", " token", " buffer", " string",
-	".", ",", ":", "\n", " (", ")", "ing", "ed", "ly", "s",
-}
 
 // piiEvery puts about one PII item in this many tokens, spelled across
 // events, as the lab's upstream does: the gateway's redaction is always on
 // and its slow path must be in the figure, not only its fast one.
 const piiEvery = 400
-
-func piiItem(rng *rand.Rand) []string {
-	var s string
-	switch rng.IntN(4) {
-	case 0:
-		s = "user" + strconv.Itoa(rng.IntN(10000)) + "@example.com"
-	case 1:
-		s = "+1 555 " + strconv.Itoa(100+rng.IntN(900)) + " " + strconv.Itoa(1000+rng.IntN(9000))
-	case 2:
-		s = "4111 1111 1111 1111" // a published test card number (Luhn-valid)
-	default:
-		s = "sk-" + strconv.FormatUint(rng.Uint64(), 36) + strconv.FormatUint(rng.Uint64(), 36)
-	}
-	tokens := []string{" "}
-	for len(s) > 0 {
-		n := min(len(s), 2+rng.IntN(5))
-		tokens = append(tokens, s[:n])
-		s = s[n:]
-	}
-	return append(tokens, " ")
-}
 
 // chunkHead and chunkTail frame each token: an OpenAI chunk without the
 // choice's index (clients default it to 0), which leaves room for content
@@ -71,19 +38,9 @@ const (
 func RenderEvents(n int, seed uint64) [][]byte {
 	rng := rand.New(rand.NewPCG(seed, 16))
 	events := make([][]byte, 0, n+2)
-	var pending []string
+	toks := tokens.New(rng, piiEvery) // the lab's upstream's text
 	for range n {
-		var tok string
-		switch {
-		case len(pending) > 0:
-			tok, pending = pending[0], pending[1:]
-		case rng.IntN(piiEvery) == 0:
-			pending = piiItem(rng)
-			tok, pending = pending[0], pending[1:]
-		default:
-			tok = vocabulary[rng.IntN(len(vocabulary))]
-		}
-		q, _ := json.Marshal(tok) // a string always marshals
+		q, _ := json.Marshal(toks.Next()) // a string always marshals
 		events = append(events, []byte(chunkHead+string(q)+chunkTail))
 	}
 	return append(events, []byte(finish), []byte(done))

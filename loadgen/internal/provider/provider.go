@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"burnlab/loadgen/tokens"
 	"burnlab/shared/openai"
 )
 
@@ -231,7 +232,7 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand
 	}
 	head := []byte(`data: {"id":"` + id + `","object":"chat.completion.chunk","choices":[{"delta":{"content":`)
 	var line []byte
-	var pending []string // the rest of a PII item being spelled out
+	toks := tokens.New(rng, p.cfg.PIIEvery)
 	sent := 0
 	for i := range length {
 		if i == resetAt {
@@ -243,17 +244,7 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand
 			p.faults.WithLabelValues("malformed").Inc()
 			bw.WriteString("this line is not an SSE field\n")
 		}
-		var tok string
-		switch {
-		case len(pending) > 0:
-			tok, pending = pending[0], pending[1:]
-		case p.cfg.PIIEvery > 0 && rng.IntN(p.cfg.PIIEvery) == 0:
-			pending = piiItem(rng)
-			tok, pending = pending[0], pending[1:]
-		default:
-			tok = vocabulary[rng.IntN(len(vocabulary))]
-		}
-		line = openai.AppendQuote(append(line[:0], head...), []byte(tok))
+		line = openai.AppendQuote(append(line[:0], head...), []byte(toks.Next()))
 		line = append(line, "}}]}\n\n"...)
 		if _, err := bw.Write(line); err != nil {
 			return sent, err
@@ -277,7 +268,7 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand
 func (p *Provider) complete(w http.ResponseWriter, rng *rand.Rand, id string, length int) {
 	var text []byte
 	for range length {
-		text = append(text, vocabulary[rng.IntN(len(vocabulary))]...)
+		text = append(text, tokens.Word(rng)...)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	p.requestsTotal.WithLabelValues("200").Inc()

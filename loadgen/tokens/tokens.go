@@ -1,4 +1,8 @@
-package provider
+// Package tokens makes the text a model streams: short tokens, and now and
+// then a piece of PII spelled across several of them, as the gateway must
+// redact it. The lab's synthetic provider and the proxy benchmark's
+// upstream stream the same text.
+package tokens
 
 import (
 	"math/rand/v2"
@@ -24,6 +28,33 @@ var vocabulary = []string{
 	" function", " return", " error", " value", " stream", " token", " buffer", " string", " parse", " slice",
 	".", ",", ":", ";", "\n", "\n\n", " (", ")", " `", "`", "ing", "ed", "ly", "er", "s",
 }
+
+// Source draws a stream's tokens.
+type Source struct {
+	rng      *rand.Rand
+	piiEvery int
+	pending  []string // the rest of a PII item being spelled out
+}
+
+// New returns a Source drawing from rng, with a PII item about every
+// piiEvery tokens (0: none).
+func New(rng *rand.Rand, piiEvery int) *Source { return &Source{rng: rng, piiEvery: piiEvery} }
+
+// Next is the stream's next token.
+func (s *Source) Next() string {
+	if len(s.pending) == 0 && s.piiEvery > 0 && s.rng.IntN(s.piiEvery) == 0 {
+		s.pending = piiItem(s.rng)
+	}
+	if len(s.pending) > 0 {
+		tok := s.pending[0]
+		s.pending = s.pending[1:]
+		return tok
+	}
+	return Word(s.rng)
+}
+
+// Word is one ordinary token.
+func Word(rng *rand.Rand) string { return vocabulary[rng.IntN(len(vocabulary))] }
 
 // piiItem makes one piece of PII the gateway must redact, and splits it into
 // tokens, so that most items cross event boundaries.

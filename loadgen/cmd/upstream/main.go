@@ -1,7 +1,8 @@
 // Command upstream is burnlab's synthetic model provider: an
 // OpenAI-compatible POST /v1/chat/completions that streams seeded token
 // streams, as long as each request's max_tokens asks, on one port with its
-// /metrics, /healthz, /readyz and /debug/pprof/.
+// /metrics, /healthz, /readyz and /debug/pprof/, and the lab's scenario
+// control: GET /scenario, PUT /scenario/{name} (make scenario S=…).
 package main
 
 import (
@@ -69,5 +70,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var ready service.Readiness
 	mux := service.AdminMux(reg, &ready)
 	mux.Handle("/v1/", p)
+	p.Scenarios.Register(mux)
 	return service.Serve(ctx, log, service.Drain{Ready: &ready, Timeout: 30 * time.Second}, service.Server{Name: "api", Addr: *listen, Handler: mux, Streaming: true})
 }

@@ -22,6 +22,7 @@ import (
 
 	"burnlab/loadgen/tokens"
 	"burnlab/shared/openai"
+	"burnlab/shared/scenario"
 )
 
 // Faults are injected with these probabilities per stream; all zero by
@@ -85,6 +86,8 @@ type Provider struct {
 	cfg      Config
 	log      zerolog.Logger
 	requests atomic.Uint64
+	// Scenarios is the lab's fault on top of Faults, set at run time.
+	Scenarios *Scenarios
 
 	requestsTotal *prometheus.CounterVec
 	events        prometheus.Counter
@@ -114,7 +117,8 @@ func New(cfg Config, reg prometheus.Registerer, log zerolog.Logger) (*Provider, 
 		}),
 	}
 	reg.MustRegister(p.requestsTotal, p.events, p.faults, p.inFlight)
-	for _, k := range []string{"reset", "malformed", "5xx", "slow_first_byte"} {
+	p.Scenarios = newScenarios(reg, time.Now)
+	for _, k := range []string{"reset", "malformed", "5xx", "slow_first_byte", "hold_end"} {
 		p.faults.WithLabelValues(k)
 	}
 	return p, nil
@@ -154,15 +158,26 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := p.cfg.Faults
-	if f.SlowFirstByte > 0 && rng.Float64() < f.SlowFirstByte {
+	sc, hit := p.Scenarios.hit()
+	var inject injected
+	slow, delay := f.SlowFirstByte > 0 && rng.Float64() < f.SlowFirstByte, f.SlowDelay
+	switch {
+	case hit == 0:
+	case sc.Fault == scenario.SlowFirstByte:
+		slow, delay = true, sc.Delay
+	case sc.Fault == scenario.HoldEnd:
+		inject.holdEnd = sc.Delay
+	case sc.Fault == scenario.Fail:
+		inject.fail503 = hit%2 == 1
+		inject.reset = !inject.fail503
+	}
+	if slow {
 		p.faults.WithLabelValues("slow_first_byte").Inc()
-		select {
-		case <-time.After(f.SlowDelay):
-		case <-r.Context().Done():
+		if !sleep(r, delay) {
 			return
 		}
 	}
-	if f.Status5xx > 0 && rng.Float64() < f.Status5xx {
+	if inject.fail503 || f.Status5xx > 0 && rng.Float64() < f.Status5xx {
 		p.faults.WithLabelValues("5xx").Inc()
 		p.fail(w, http.StatusServiceUnavailable, "server_error", "injected fault: the model is overloaded")
 		return
@@ -174,7 +189,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.inFlight.Inc()
 	defer p.inFlight.Dec()
-	sent, err := p.stream(w, r, rng, id, length)
+	sent, err := p.stream(w, r, rng, id, length, inject)
 	p.events.Add(float64(sent))
 	level := zerolog.DebugLevel
 	if err != nil {
@@ -198,14 +213,23 @@ func (p *Provider) length(rng *rand.Rand, maxTokens *int) (int, error) {
 
 var errReset = errors.New("injected fault: connection reset")
 
+// injected is what a scenario does to one stream.
+type injected struct {
+	fail503, reset bool
+	holdEnd        time.Duration // before the last event
+}
+
 // stream sends length content events and [DONE]. The `index` field of a
 // choice is left out on purpose: with it, an OpenAI chunk has no room for
 // content within the write-up's 96 characters; clients default it to 0.
-func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand, id string, length int) (int, error) {
+func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand, id string, length int, inject injected) (int, error) {
 	f := p.cfg.Faults
 	resetAt, malformedAt := -1, -1
 	if f.Reset > 0 && rng.Float64() < f.Reset {
 		resetAt = rng.IntN(length)
+	}
+	if inject.reset {
+		resetAt = length / 2 // after some tokens went out: a cut, not a refusal
 	}
 	if f.Malformed > 0 && rng.Float64() < f.Malformed {
 		malformedAt = rng.IntN(length)
@@ -257,6 +281,17 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand
 			if !sleep(r, p.cfg.InterEvent) {
 				return sent, r.Context().Err()
 			}
+		}
+	}
+	if inject.holdEnd > 0 {
+		p.faults.WithLabelValues("hold_end").Inc()
+		// Everything so far reaches the client first: the hold is a slow
+		// last token, not a slow stream.
+		if err := flush(); err != nil {
+			return sent, err
+		}
+		if !sleep(r, inject.holdEnd) {
+			return sent, r.Context().Err()
 		}
 	}
 	bw.WriteString(`data: {"id":"` + id + `","object":"chat.completion.chunk","choices":[{"delta":{},"finish_reason":"stop"}]}` + "\n\n")

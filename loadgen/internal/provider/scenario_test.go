@@ -1,0 +1,182 @@
+package provider
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"burnlab/shared/scenario"
+)
+
+// control serves the provider with its scenario endpoint, as cmd/upstream
+// does.
+func control(t *testing.T) (*httptest.Server, *Provider, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	p, err := New(DefaultConfig(), reg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", p)
+	p.Scenarios.Register(mux)
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s, p, reg
+}
+
+func put(t *testing.T, url string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestScenarioControlSetsTheActiveScenarioAndItsGauge(t *testing.T) {
+	s, _, reg := control(t)
+	active := func() map[string]float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() != scenario.Metric {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				out[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	if got := active(); got[scenario.None] != 1 || len(got) != len(scenario.Names()) {
+		t.Fatalf("at start: %v, want none=1 and a series per scenario", got)
+	}
+	code, body := put(t, s.URL+"/scenario/upstream-tail")
+	var st scenarioState
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || st.Scenario != "upstream-tail" || st.Burn[scenario.StreamLatency] != 10 {
+		t.Fatalf("PUT: %d %v %s", code, err, body)
+	}
+	if got := active(); got["upstream-tail"] != 1 || got[scenario.None] != 0 {
+		t.Fatalf("after the PUT: %v", got)
+	}
+	resp, err := http.Get(s.URL + "/scenario")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"scenario": "upstream-tail"`) {
+		t.Fatalf("GET /scenario: %s", b)
+	}
+	// A name outside the table is refused, never a new label value.
+	code, body = put(t, s.URL+"/scenario/%3Cscript%3E")
+	if code != 404 || !strings.Contains(body, "creep") {
+		t.Fatalf("unknown scenario: %d %s", code, body)
+	}
+	if got := active(); len(got) != len(scenario.Names()) || got["upstream-tail"] != 1 {
+		t.Fatalf("after a refused PUT: %v", got)
+	}
+	if code, _ := put(t, s.URL+"/scenario/none"); code != 200 || active()[scenario.None] != 1 {
+		t.Fatal("none must clear the scenario")
+	}
+}
+
+// The share is exact, not a coin toss: a short window's burn rate is the
+// scenario's, and a creep climbs step by step with time.
+func TestScenarioHitsExactlyItsShareAndClimbs(t *testing.T) {
+	now := time.Unix(0, 0)
+	s := newScenarios(prometheus.NewRegistry(), func() time.Time { return now })
+	creep, err := scenario.Lookup("creep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.set(creep)
+	for i, st := range creep.Steps {
+		now = time.Unix(0, 0).Add(st.After)
+		hits := 0
+		for range 10000 {
+			if _, n := s.hit(); n > 0 {
+				hits++
+			}
+		}
+		if want := (i + 1) * 10; hits != want {
+			t.Fatalf("step %d (%v): %d hits in 10,000 streams, want %d", i, st.After, hits, want)
+		}
+	}
+	none, _ := scenario.Lookup(scenario.None)
+	s.set(none)
+	for range 10000 {
+		if _, n := s.hit(); n > 0 {
+			t.Fatal("none hit a stream")
+		}
+	}
+}
+
+// each stream of a scenario that hits every stream, with a short delay.
+func every(fault scenario.Fault, delay time.Duration) scenario.Scenario {
+	return scenario.Scenario{Name: "test", Fault: fault, Delay: delay, Steps: []scenario.Step{{Share: 1}}}
+}
+
+func TestScenarioFaults(t *testing.T) {
+	s, p, _ := control(t)
+	t.Run("fail alternates 503 and a reset mid-stream", func(t *testing.T) {
+		p.Scenarios.set(every(scenario.Fail, 0))
+		if _, _, _, status := read(t, s, `{"stream":true,"max_tokens":100}`); status != 503 {
+			t.Fatalf("first hit: %d, want 503", status)
+		}
+		_, pl, done, status := read(t, s, `{"stream":true,"max_tokens":100}`)
+		if status != 200 || done || len(pl) != 50 {
+			t.Fatalf("second hit: status %d, %d chunks, done=%v: want a 200 cut after 50", status, len(pl), done)
+		}
+	})
+	t.Run("hold end keeps the last event back", func(t *testing.T) {
+		const hold = 150 * time.Millisecond
+		p.Scenarios.set(every(scenario.HoldEnd, hold))
+		resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"stream":true,"max_tokens":20}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var first, finish time.Time
+		for sc.Scan() {
+			line := sc.Text()
+			if first.IsZero() && strings.HasPrefix(line, "data: ") {
+				first = time.Now()
+			}
+			if strings.Contains(line, `"finish_reason":"stop"`) {
+				finish = time.Now()
+			}
+		}
+		if finish.IsZero() || finish.Sub(first) < hold {
+			t.Fatalf("finish %v after the first token, want the %v hold between them", finish.Sub(first), hold)
+		}
+		if got := testutil.ToFloat64(p.faults.WithLabelValues("hold_end")); got != 1 {
+			t.Fatalf("upstream_faults_total{kind=hold_end} = %v", got)
+		}
+	})
+	t.Run("slow first byte", func(t *testing.T) {
+		const wait = 150 * time.Millisecond
+		p.Scenarios.set(every(scenario.SlowFirstByte, wait))
+		start := time.Now()
+		if _, _, done, _ := read(t, s, `{"stream":true,"max_tokens":5}`); !done || time.Since(start) < wait {
+			t.Fatalf("done=%v after %v, want at least %v", done, time.Since(start), wait)
+		}
+	})
+}

@@ -1,0 +1,222 @@
+// Package scenario is the lab's table of named faults: what the synthetic
+// upstream injects for each, which gateway build each runs against, the burn
+// rate each SLO should show while it is injected — derived from the SLO
+// before anything is measured — and the alerts that must fire. The upstream
+// injects from it, `make scenario` and the e2e matrix read it, and the
+// README's scenario table says the same.
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"burnlab/shared/slo"
+)
+
+// The SLOs of prometheus/slo/llm-gateway.yml, by their sloth_slo label.
+const (
+	StreamLatency = "stream-latency"
+	Availability  = "availability"
+	TTFT          = "ttft"
+)
+
+// SLOs are the three, in the Sloth spec's order.
+var SLOs = []string{StreamLatency, Availability, TTFT}
+
+// Severities of the generated alerts (their severity label).
+const (
+	Page   = "page"
+	Ticket = "ticket"
+)
+
+// Metric is the upstream's gauge of the active scenario: 1 for the one
+// running, 0 for every other name in the table (the label's values are the
+// table's names, never a request's).
+const Metric = "upstream_scenario_active"
+
+// None is the scenario of a healthy lab.
+const None = "none"
+
+// A Fault is what the upstream does to a chosen stream.
+type Fault string
+
+// Faults the upstream can inject.
+const (
+	// NoFault leaves every stream alone.
+	NoFault Fault = ""
+	// Fail fails the stream: every other chosen one is answered 503, the
+	// rest are reset mid-stream.
+	Fail Fault = "fail"
+	// SlowFirstByte holds the answer back for Delay before its headers.
+	SlowFirstByte Fault = "slow_first_byte"
+	// HoldEnd holds the stream for Delay before its last event.
+	HoldEnd Fault = "hold_end"
+)
+
+// A Step is the share of streams the fault hits from After (since the
+// scenario was set) until the next step.
+type Step struct {
+	After time.Duration
+	Share float64
+}
+
+// Alert is one burn-rate alert: an SLO's page or ticket.
+type Alert struct{ SLO, Severity string }
+
+func (a Alert) String() string { return a.SLO + " " + a.Severity }
+
+// Scenario is one row of the table.
+type Scenario struct {
+	Name  string
+	Build string // the gateway build it runs against: baseline or fixed
+	What  string // what is injected, in words
+	Fault Fault
+	Delay time.Duration // of SlowFirstByte and HoldEnd
+	// Steps say which share of streams the fault hits, over time; the
+	// upstream spreads them evenly (exactly one in 1/share, not a coin
+	// toss, so a short window's burn rate is the share's, not noise).
+	Steps []Step
+	// Burn is the burn rate each SLO should show once the fault has run
+	// for a whole short window (its last step's, for a climb); Why derives
+	// it from the SLO.
+	Burn map[string]float64
+	Why  string
+	// Fires are the alerts that must fire; every other alert of the three
+	// SLOs must stay silent, but for the ticket of a paging SLO, which
+	// Alertmanager holds while the page fires (see Allowed).
+	Fires []Alert
+	// Observe is how long the e2e keeps the fault on: long enough for its
+	// alerts to fire and for a 2-minute window to lie wholly inside it.
+	Observe time.Duration
+	// Profile is where `make profile` points while it runs.
+	Profile string
+}
+
+// Budgets of the three SLOs.
+var Budgets = map[string]float64{StreamLatency: slo.Budget, Availability: slo.Budget, TTFT: 1 - slo.TTFTObjective}
+
+const (
+	tailShare = 0.01                    // 1 stream in 100
+	tailHold  = 1200 * time.Millisecond // twice the 600 ms threshold
+	ttftShare = 0.10                    // 1 stream in 10
+	ttftDelay = 400 * time.Millisecond  // over 250 ms, far under 600 ms
+	failShare = 0.01
+	creepStep = 150 * time.Second
+)
+
+func burn(share float64, sloName string) float64 { return share / Budgets[sloName] }
+
+// creep climbs one budget's worth of burn (0.1 % of streams) per step.
+func creep() []Step {
+	var s []Step
+	for i := range 4 {
+		s = append(s, Step{After: time.Duration(i) * creepStep, Share: float64(i+1) * slo.Budget})
+	}
+	return s
+}
+
+// All is the table, in the order the README gives it.
+func All() []Scenario {
+	return []Scenario{
+		{
+			Name: "regression", Build: "baseline", What: "nothing: the baseline parser's O(n²) transcript",
+			Burn: map[string]float64{StreamLatency: burn(tailShare, StreamLatency)},
+			Why: fmt.Sprintf("the calibrated shape sends 1 long stream in 100, each over %v in the baseline build: %g / %g = %gx",
+				slo.Threshold, tailShare, slo.Budget, burn(tailShare, StreamLatency)),
+			Fires:   []Alert{{StreamLatency, Page}},
+			Observe: 4 * time.Minute,
+			Profile: "transcript.(*Baseline).Append tops alloc_space: the gateway is the culprit",
+		},
+		{
+			Name: None, Build: "fixed", What: "nothing",
+			Burn:    map[string]float64{},
+			Why:     "every stream ends ok within a few ms of the fixed build: 0x everywhere",
+			Observe: 4 * time.Minute,
+			Profile: "nothing stands out",
+		},
+		{
+			Name: "upstream-errors", Build: "fixed", Fault: Fail, Steps: []Step{{Share: failShare}},
+			What: "1 stream in 100 fails: every other one answered 503, the rest reset mid-stream",
+			Burn: map[string]float64{Availability: burn(failShare, Availability)},
+			Why: fmt.Sprintf("availability: %g / %g = %gx, over the slow page pair's 6x. Stream latency counts only streams that ended ok (a failure is availability's), and a 503 has no first token while a reset one had it in time: 0x for both",
+				failShare, slo.Budget, burn(failShare, Availability)),
+			Fires:   []Alert{{Availability, Page}},
+			Observe: 4 * time.Minute,
+			Profile: "nothing in the gateway: gateway_upstream_errors_total names the reason",
+		},
+		{
+			Name: "slow-first-token", Build: "fixed", Fault: SlowFirstByte, Delay: ttftDelay, Steps: []Step{{Share: ttftShare}},
+			What: fmt.Sprintf("1 stream in 10 waits %v for the upstream's first byte", ttftDelay),
+			Burn: map[string]float64{TTFT: burn(ttftShare, TTFT)},
+			Why: fmt.Sprintf("TTFT: %g / %g = %gx (each over %v). The stream still ends within %v + a few ms, under %v: stream latency 0x",
+				ttftShare, Budgets[TTFT], burn(ttftShare, TTFT), slo.TTFTThreshold, ttftDelay, slo.Threshold),
+			Fires:   []Alert{{TTFT, Page}},
+			Observe: 4 * time.Minute,
+			Profile: "nothing in the gateway: the wait is the upstream's",
+		},
+		{
+			Name: "upstream-tail", Build: "fixed", Fault: HoldEnd, Delay: tailHold, Steps: []Step{{Share: tailShare}},
+			What: fmt.Sprintf("1 stream in 100 held %v by the upstream before its last event", tailHold),
+			Burn: map[string]float64{StreamLatency: burn(tailShare, StreamLatency)},
+			Why: fmt.Sprintf("stream latency: %g / %g = %gx, the regression's burn with a clean gateway. Nothing fails and first tokens are on time",
+				tailShare, slo.Budget, burn(tailShare, StreamLatency)),
+			Fires:   []Alert{{StreamLatency, Page}},
+			Observe: 4 * time.Minute,
+			Profile: "nothing in the gateway, the lesson: its profile is clean, so look at the upstream",
+		},
+		{
+			Name: "creep", Build: "fixed", Fault: HoldEnd, Delay: tailHold, Steps: creep(),
+			What: fmt.Sprintf("streams held %v at the end, 1 in 1000 more every %v: 1 → 4 in 1000", tailHold, creepStep),
+			Burn: map[string]float64{StreamLatency: burn(4*slo.Budget, StreamLatency)},
+			Why: fmt.Sprintf("stream latency climbs 1x, 2x, 3x, 4x (k in 1000 / %g): the 1x-over-48m ticket fires once the run's average passes 1x, and 4x never reaches the 6x of the slow page pair",
+				slo.Budget),
+			Fires:   []Alert{{StreamLatency, Ticket}},
+			Observe: 4*creepStep + 2*time.Minute,
+			Profile: "nothing in the gateway: the tail is the upstream's",
+		},
+	}
+}
+
+// Names lists the table's names.
+func Names() []string {
+	var n []string
+	for _, s := range All() {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// Lookup finds a scenario by name; the error lists the names there are.
+func Lookup(name string) (Scenario, error) {
+	for _, s := range All() {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Scenario{}, fmt.Errorf("no scenario %q: want one of %s", name, strings.Join(Names(), ", "))
+}
+
+// Share is the share of streams the fault hits at elapsed since the
+// scenario was set.
+func (s Scenario) Share(elapsed time.Duration) float64 {
+	share := 0.0
+	for _, st := range s.Steps {
+		if elapsed >= st.After {
+			share = st.Share
+		}
+	}
+	return share
+}
+
+// Allowed says whether an alert may fire during the scenario: one it must
+// fire, or the ticket of an SLO it pages. A fresh lab's Prometheus has
+// only minutes of data, so a ticket's long window (16m, 48m) holds only
+// those minutes and crosses its threshold as soon as a page's does;
+// Alertmanager holds that ticket while the page fires (inhibit_rules), and
+// it may reach the pager after the page resolves, while its long window
+// still remembers the burn.
+func (s Scenario) Allowed(a Alert) bool {
+	return slices.Contains(s.Fires, a) || (a.Severity == Ticket && slices.Contains(s.Fires, Alert{a.SLO, Page}))
+}

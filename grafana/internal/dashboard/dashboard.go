@@ -17,6 +17,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
+	"burnlab/shared/scenario"
 	"burnlab/shared/slo"
 )
 
@@ -79,6 +80,10 @@ func quantiles(metric, who, selector string) []*prometheus.DataqueryBuilder {
 	return qs
 }
 
+// activeScenario is the name of the upstream's active scenario, as a
+// series of value 1.
+var activeScenario = `max by (scenario) (` + scenario.Metric + `) == 1`
+
 // burnThresholds draws the lab's and production's page thresholds.
 func burnThresholds() *dashboard.ThresholdsConfigBuilder {
 	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps([]dashboard.Threshold{
@@ -102,7 +107,18 @@ func Build() (dashboard.Dashboard, error) {
 			Datasource(dashboard.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr(PrometheusUID)}).
 			Enable(true).
 			IconColor("red").
-			Expr(`ALERTS{alertstate="firing", severity="page", sloth_service="llm-gateway"}`))
+			Expr(`ALERTS{alertstate="firing", severity="page", sloth_service="llm-gateway"}`)).
+		// While a fault scenario runs (make scenario), every time series
+		// shows it as a region: what was injected, beside what burned.
+		Annotation(dashboard.NewAnnotationQueryBuilder().
+			Name("Scenarios").
+			Datasource(dashboard.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr(PrometheusUID)}).
+			Enable(true).
+			IconColor("purple").
+			Expr(`max by (scenario) (` + scenario.Metric + `{scenario!="` + scenario.None + `"}) == 1`).
+			TitleFormat("scenario {{scenario}}").
+			TagKeys("scenario").
+			Step("15s"))
 
 	b = b.WithRow(dashboard.NewRowBuilder("Error budget")).
 		WithPanel(single("SLI now (stream latency)", "Share of streams within "+threshold+" over the shortest alert window. Under "+objective+" the budget is burning.", "percentunit",
@@ -112,7 +128,9 @@ func Build() (dashboard.Dashboard, error) {
 		WithPanel(single("Error budget remaining", "Budget left for the period, per SLO: only stream-latency should fall; availability and ttft stay full.", "percentunit",
 			query(`slo:period_error_budget_remaining:ratio`, "{{sloth_slo}}"))).
 		WithPanel(single("Gateway build", "Which transcript parser is running: baseline (regexp + string +=) or fixed (HasPrefix + Builder).", "none",
-			query(`max by (variant) (gateway_build_info)`, "{{variant}}"))).
+			query(`max by (variant) (gateway_build_info)`, "{{variant}}")).Span(3)).
+		WithPanel(single("Scenario", "The fault the lab's upstream injects now (make scenario S=…; none: a healthy upstream). The README's scenario table says what each must fire.", "none",
+			query(activeScenario, "{{scenario}}")).Span(3).TextMode(common.BigValueTextModeName).GraphMode(common.BigValueGraphModeNone)).
 		WithPanel(series("Burn rate by window (stream latency)", "Error ratio over each alert window divided by the "+strconv.FormatFloat(100*slo.Budget, 'g', -1, 64)+" % budget. A page needs a long and its short window both over 14.4x or both over 6x (the lines).", "x", 12,
 			query(`{__name__=~"slo:sli_error:ratio_rate.+", sloth_slo="stream-latency", sloth_window!~"10h|30d"} / `+budget, "{{sloth_window}}")).
 			Thresholds(burnThresholds()).

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"burnlab/shared/scenario"
 )
 
 const committed = "../../dashboards/llm-gateway-slo.json"
@@ -161,4 +163,45 @@ func TestGrafanaIniTakesThePasswordFromTheEnvironment(t *testing.T) {
 			t.Errorf("a password in the repo: %q", line)
 		}
 	}
+}
+
+// The active scenario is on every time series (a dashboard annotation
+// applies to all of them) and in a stat that shows its name.
+func TestScenarioIsAnAnnotationAndAStat(t *testing.T) {
+	d, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var annotated bool
+	for _, a := range d.Annotations.List {
+		if a.Name == "Scenarios" && a.Expr != nil && strings.Contains(*a.Expr, scenario.Metric) && a.Filter == nil && a.Enable {
+			annotated = true
+		}
+	}
+	if !annotated {
+		t.Error("no enabled Scenarios annotation on every panel reading " + scenario.Metric)
+	}
+	b, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Panels []struct {
+			Type, Title string
+			Options     struct{ TextMode string }
+			Targets     []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range doc.Panels {
+		if p.Title == "Scenario" {
+			if p.Type != "stat" || p.Options.TextMode != "name" || len(p.Targets) != 1 || !strings.Contains(p.Targets[0].Expr, scenario.Metric) {
+				t.Errorf("the Scenario panel must be a stat showing the name of %s: %+v", scenario.Metric, p)
+			}
+			return
+		}
+	}
+	t.Error("no Scenario stat")
 }

@@ -7,7 +7,11 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -126,7 +130,7 @@ func All() []Scenario {
 			Why: fmt.Sprintf("the calibrated shape sends 1 long stream in 100, each over %v in the baseline build: %g / %g = %gx",
 				slo.Threshold, tailShare, slo.Budget, burn(tailShare, StreamLatency)),
 			Fires:   []Alert{{StreamLatency, Page}},
-			Observe: 4 * time.Minute,
+			Observe: 150 * time.Second,
 			Profile: "transcript.(*Baseline).Append tops alloc_space: the gateway is the culprit",
 		},
 		{
@@ -179,6 +183,18 @@ func All() []Scenario {
 	}
 }
 
+// Expected lists the alerts it must fire, or says nothing.
+func (s Scenario) Expected() string {
+	if len(s.Fires) == 0 {
+		return "nothing"
+	}
+	var out []string
+	for _, a := range s.Fires {
+		out = append(out, a.String())
+	}
+	return strings.Join(out, ", ")
+}
+
 // Names lists the table's names.
 func Names() []string {
 	var n []string
@@ -219,4 +235,26 @@ func (s Scenario) Share(elapsed time.Duration) float64 {
 // still remembers the burn.
 func (s Scenario) Allowed(a Alert) bool {
 	return slices.Contains(s.Fires, a) || (a.Severity == Ticket && slices.Contains(s.Fires, Alert{a.SLO, Page}))
+}
+
+// Set starts the named scenario on the upstream at base (its
+// http://host:port), through its control endpoint.
+func Set(ctx context.Context, base, name string) error {
+	if _, err := Lookup(name); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/scenario/"+url.PathEscape(name), nil)
+	if err != nil {
+		return fmt.Errorf("scenario %s: %w", name, err)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("scenario %s: no upstream at %s: %w", name, base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("scenario %s: the upstream at %s answered %s: %s", name, base, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return nil
 }

@@ -259,6 +259,27 @@ func TestPortsArePublishedOnLoopbackOnly(t *testing.T) {
 	}
 }
 
+// make scenario finds the stack at the contract's addresses, the lab's and
+// compose's alike: compose must publish there the upstream it sets the
+// fault on and the gateway admin it reads the build from.
+func TestScenarioReachesComposesStack(t *testing.T) {
+	p := load(t)
+	st := lab.DefaultStack()
+	for svc, addr := range map[string]string{lab.Upstream: st.Upstream, lab.Gateway: st.GatewayAdmin} {
+		host, port, _ := net.SplitHostPort(addr)
+		found := false
+		for _, pp := range p.Services[svc].Ports {
+			found = found || pp.HostIP == host && pp.Published == port
+		}
+		if !found {
+			t.Errorf("compose does not publish %s at %s, where make scenario looks for it", svc, addr)
+		}
+	}
+	if got := strings.Join(st.Compose, " "); got != "docker compose" {
+		t.Errorf("make scenario switches builds with %q, not docker compose", got)
+	}
+}
+
 // addr is a host:port some configuration file or service dials, and where
 // it was found.
 type addr struct{ from, hostport string }

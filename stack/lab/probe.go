@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"burnlab/shared/incident"
+	"burnlab/shared/scenario"
 )
 
 // Incidents asks the lab's pager.
@@ -41,6 +43,26 @@ func (l *Lab) Alerts() ([]Alert, error) {
 	return r.Data.Alerts, nil
 }
 
+// AMAlert is one entry of Alertmanager's /api/v2/alerts: an alert it
+// holds, active or suppressed (inhibited or silenced); resolved ones are
+// not listed.
+type AMAlert struct {
+	Labels map[string]string `json:"labels"`
+	Status struct {
+		State       string   `json:"state"`
+		InhibitedBy []string `json:"inhibitedBy"`
+	} `json:"status"`
+}
+
+// AMAlerts asks the lab's Alertmanager which alerts it holds.
+func (l *Lab) AMAlerts() ([]AMAlert, error) {
+	var alerts []AMAlert
+	if err := getJSON("http://"+l.cfg.Addrs.Alertmanager+"/api/v2/alerts", &alerts); err != nil {
+		return nil, err
+	}
+	return alerts, nil
+}
+
 // Query evaluates an instant PromQL query on the lab's Prometheus and
 // returns the value of each series, keyed by its labels.
 func (l *Lab) Query(q string) (map[string]float64, error) {
@@ -66,6 +88,12 @@ func (l *Lab) Query(q string) (map[string]float64, error) {
 		out[fmt.Sprint(s.Metric)] = v
 	}
 	return out, nil
+}
+
+// SetScenario starts a scenario of shared/scenario on the lab's upstream
+// (none clears it), as make scenario does.
+func (l *Lab) SetScenario(ctx context.Context, name string) error {
+	return scenario.Set(ctx, "http://"+l.cfg.Addrs.Upstream, name)
 }
 
 func getJSON(u string, v any) error {

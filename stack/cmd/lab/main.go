@@ -2,8 +2,9 @@
 // with real Prometheus and Alertmanager on 127.0.0.1 — and switches its
 // gateway build while it runs.
 //
-//	lab up     [-variant baseline|fixed] [-windows lab|production]
-//	lab switch -variant fixed
+//	lab up       [-variant baseline|fixed] [-windows lab|production]
+//	lab switch   -variant fixed
+//	lab scenario -name upstream-tail   (the lab's or compose's stack; no name lists them)
 package main
 
 import (
@@ -15,13 +16,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"burnlab/shared/scenario"
 	"burnlab/shared/service"
 	"burnlab/stack/lab"
 )
 
-var envs = map[string]string{"variant": "GATEWAY_TAG", "windows": "SLO_WINDOWS", "control": "LAB_CONTROL"}
+var envs = map[string]string{"variant": "GATEWAY_TAG", "windows": "SLO_WINDOWS", "control": "LAB_CONTROL", "compose": "COMPOSE"}
 
 func main() {
 	service.Main("lab", func(ctx context.Context, args []string) error { return run(ctx, args, os.Stdout) })
@@ -29,15 +32,20 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: lab up|switch [flags]")
+		return errors.New("usage: lab up|switch|scenario [flags]")
 	}
 	fs := flag.NewFlagSet("lab "+args[0], flag.ContinueOnError)
 	variant := fs.String("variant", "baseline", "gateway build: baseline or fixed")
 	windows := fs.String("windows", "lab", "SLO rule set: lab or production")
 	dir := fs.String("dir", ".lab", "binaries, rendered configs, data and logs")
 	shape := fs.String("shape", "", "traffic shape file (default <dir>/shape.json; calibrated when missing)")
-	control := fs.String("control", "127.0.0.1:6099", "address where a running lab takes `lab switch`")
-	service.Usage(fs, envs, "lab up: run the stack natively; lab switch: change a running lab's gateway build\n\nFlags:\n")
+	control := fs.String("control", lab.DefaultControl, "address where a running lab takes `lab switch`")
+	stack := lab.DefaultStack()
+	name := fs.String("name", "", "scenario: the one to put in place (none clears the fault; empty lists them)")
+	fs.StringVar(&stack.Upstream, "upstream", stack.Upstream, "scenario: the upstream's address, where the fault is set")
+	fs.StringVar(&stack.GatewayAdmin, "gateway-admin", stack.GatewayAdmin, "scenario: the gateway's admin address, where its build is read")
+	compose := fs.String("compose", strings.Join(stack.Compose, " "), "scenario: the compose command that switches the gateway when no lab answers at -control")
+	service.Usage(fs, envs, "lab up: run the stack natively; lab switch: change a running lab's gateway build;\nlab scenario: inject a fault scenario into the running lab or compose stack\n\nFlags:\n")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -47,6 +55,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	switch args[0] {
 	case "up":
 		return up(ctx, stdout, *variant, *windows, *dir, *shape, *control)
+	case "scenario":
+		stack.Control, stack.Compose, stack.Out = *control, strings.Fields(*compose), stdout
+		if *name == "" {
+			listScenarios(stdout)
+			return nil
+		}
+		return lab.ApplyScenario(ctx, *name, stack)
 	case "switch":
 		resp, err := http.Post("http://"+*control+"/switch?variant="+*variant, "", nil)
 		if err != nil {
@@ -60,7 +75,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s", b)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q: want up or switch", args[0])
+	return fmt.Errorf("unknown command %q: want up, switch or scenario", args[0])
+}
+
+func listScenarios(w io.Writer) {
+	fmt.Fprintln(w, "scenarios (make scenario S=<name>; S=none clears the fault):")
+	for _, sc := range scenario.All() {
+		fmt.Fprintf(w, "  %-17s %-8s %s → fires %s\n", sc.Name, sc.Build, sc.What, sc.Expected())
+	}
 }
 
 func up(ctx context.Context, stdout io.Writer, variant, windows, dir, shape, control string) error {

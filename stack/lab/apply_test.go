@@ -1,0 +1,107 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeStack is a gateway of one build, an upstream and a lab control that
+// record what make scenario asks of them.
+type fakeStack struct {
+	mu        sync.Mutex
+	build     string
+	scenarios []string
+	switches  []string
+}
+
+func (f *fakeStack) serve(t *testing.T) Stack {
+	t.Helper()
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		w.Write([]byte("# HELP gateway_build_info x\ngateway_build_info{variant=\"" + f.build + "\",version=\"dev\"} 1\n"))
+	}))
+	up := http.NewServeMux()
+	up.HandleFunc("PUT /scenario/{name}", func(_ http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.scenarios = append(f.scenarios, r.PathValue("name"))
+	})
+	ups := httptest.NewServer(up)
+	ctl := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		v := r.URL.Query().Get("variant")
+		f.switches = append(f.switches, r.Method+" "+r.URL.Path+" "+v)
+		f.build = v
+		w.Write([]byte("gateway is now the " + v + " build\n"))
+	}))
+	t.Cleanup(func() { gw.Close(); ups.Close(); ctl.Close() })
+	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+	return Stack{Upstream: host(ups), GatewayAdmin: host(gw), Control: host(ctl), Out: &bytes.Buffer{}}
+}
+
+func TestScenarioSwitchesTheLabsBuildOnlyWhenItDiffers(t *testing.T) {
+	f := &fakeStack{build: "fixed"}
+	s := f.serve(t)
+	ctx := context.Background()
+	if err := ApplyScenario(ctx, "upstream-tail", s); err != nil {
+		t.Fatal(err)
+	}
+	if err := ApplyScenario(ctx, "regression", s); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(f.switches, ";") != "POST /switch baseline" || strings.Join(f.scenarios, ",") != "upstream-tail,regression" {
+		t.Fatalf("switches %q, scenarios %q", f.switches, f.scenarios)
+	}
+	if out := s.Out.(*bytes.Buffer).String(); !strings.Contains(out, "must fire:     stream-latency page") {
+		t.Fatalf("it must say what should fire:\n%s", out)
+	}
+	if err := ApplyScenario(ctx, "bogus", s); err == nil || !strings.Contains(err.Error(), "upstream-errors") {
+		t.Fatalf("an unknown scenario: %v", err)
+	}
+	if len(f.scenarios) != 2 {
+		t.Fatal("an unknown scenario reached the upstream")
+	}
+}
+
+// With no lab at the control address the stack is compose's: the switch is
+// make fixed's `docker compose up` with GATEWAY_TAG.
+func TestScenarioSwitchesComposesBuildWithoutALab(t *testing.T) {
+	f := &fakeStack{build: "baseline"}
+	s := f.serve(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Control = ln.Addr().String()
+	ln.Close()
+	out := filepath.Join(t.TempDir(), "compose")
+	s.Compose = []string{"/bin/sh", "-c", `echo "$GATEWAY_TAG $*" > ` + out, "compose"}
+	if err := ApplyScenario(context.Background(), "slow-first-token", s); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(b)); got != "fixed up --build --detach --no-deps gateway" {
+		t.Fatalf("compose ran as %q", got)
+	}
+	s.Compose = []string{"/bin/false"}
+	f.build = "baseline"
+	if err := ApplyScenario(context.Background(), "none", s); err == nil || !strings.Contains(err.Error(), "compose could not switch") {
+		t.Fatalf("a failing compose: %v", err)
+	}
+	if strings.Join(f.scenarios, ",") != "slow-first-token" {
+		t.Fatalf("the fault must not be set when the build could not be: %q", f.scenarios)
+	}
+}

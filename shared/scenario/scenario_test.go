@@ -1,0 +1,97 @@
+package scenario
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The burn-rate factors of prometheus/slo/windows/lab: a page needs 6x (slow
+// pair) or 14.4x, a ticket 1x (slow pair) or 3x.
+const (
+	pageFactor   = 6.0
+	ticketFactor = 1.0
+)
+
+// Each row's stated burn must follow from its fault and the SLO's budget,
+// and sit on the side of each alert's threshold its expectation says: a
+// page over 6x, a ticket-only creep over 1x and under 6x, silence at 0.
+func TestEachRowsBurnFollowsFromItsFaultAndFiresWhatItSays(t *testing.T) {
+	names := map[string]bool{}
+	for _, sc := range All() {
+		if names[sc.Name] {
+			t.Errorf("%s twice", sc.Name)
+		}
+		names[sc.Name] = true
+		if sc.Build != "baseline" && sc.Build != "fixed" {
+			t.Errorf("%s: build %q", sc.Name, sc.Build)
+		}
+		if sc.Fault != NoFault {
+			last := sc.Steps[len(sc.Steps)-1].Share
+			for _, a := range sc.Fires {
+				if got, want := sc.Burn[a.SLO], last/Budgets[a.SLO]; got != want {
+					t.Errorf("%s: %s burn %v, but its last share %v over the budget is %v", sc.Name, a.SLO, got, last, want)
+				}
+			}
+		}
+		for _, slo := range SLOs {
+			burn := sc.Burn[slo]
+			page, ticket := Alert{slo, Page}, Alert{slo, Ticket}
+			switch {
+			case slices.Contains(sc.Fires, page) && burn < pageFactor:
+				t.Errorf("%s must page %s at %vx, under the %vx of the slow page pair", sc.Name, slo, burn, pageFactor)
+			case slices.Contains(sc.Fires, ticket) && (burn < ticketFactor || burn >= pageFactor):
+				t.Errorf("%s must ticket %s and never page, at %vx", sc.Name, slo, burn)
+			case !sc.Allowed(page) && !sc.Allowed(ticket) && burn != 0:
+				t.Errorf("%s keeps %s silent but states a %vx burn", sc.Name, slo, burn)
+			}
+		}
+		if sc.Observe <= 2*time.Minute {
+			t.Errorf("%s observes %v: a 2-minute window must fit inside it", sc.Name, sc.Observe)
+		}
+	}
+	for _, want := range []string{"regression", None, "upstream-errors", "slow-first-token", "upstream-tail", "creep"} {
+		if !names[want] {
+			t.Errorf("no %s scenario", want)
+		}
+	}
+}
+
+func TestCreepClimbsStepByStep(t *testing.T) {
+	sc, err := Lookup("creep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var burns []float64
+	for _, at := range []time.Duration{0, 149 * time.Second, 150 * time.Second, 5 * time.Minute, 7*time.Minute + 30*time.Second, time.Hour} {
+		burns = append(burns, sc.Share(at)/Budgets[StreamLatency])
+	}
+	if !slices.Equal(burns, []float64{1, 1, 2, 3, 4, 4}) {
+		t.Fatalf("the creep's burn over time: %v", burns)
+	}
+}
+
+func TestAllowedIsWhatFiresAndAPagesOwnTicket(t *testing.T) {
+	tail, _ := Lookup("upstream-tail")
+	creep, _ := Lookup("creep")
+	for _, c := range []struct {
+		sc   Scenario
+		a    Alert
+		want bool
+	}{
+		{tail, Alert{StreamLatency, Page}, true},
+		{tail, Alert{StreamLatency, Ticket}, true},
+		{tail, Alert{TTFT, Ticket}, false},
+		{tail, Alert{Availability, Page}, false},
+		{creep, Alert{StreamLatency, Ticket}, true},
+		{creep, Alert{StreamLatency, Page}, false},
+	} {
+		if got := c.sc.Allowed(c.a); got != c.want {
+			t.Errorf("%s allows %s: %v, want %v", c.sc.Name, c.a, got, c.want)
+		}
+	}
+	if _, err := Lookup("<script>"); err == nil || !strings.Contains(err.Error(), "upstream-tail") {
+		t.Fatalf("an unknown name: %v", err)
+	}
+}

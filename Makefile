@@ -186,9 +186,19 @@ lab: tools ## run the stack natively on 127.0.0.1 (real Prometheus and Alertmana
 lab-switch: ## switch a running lab's gateway: make lab-switch GATEWAY_TAG=fixed
 	$(GO) run ./stack/cmd/lab switch -variant $(GATEWAY_TAG)
 
+# The scenario matrix runs its fixed-build labs side by side after the
+# baseline's run; SCENARIOS=a,b keeps only those (make e2e-scenarios).
 .PHONY: e2e
-e2e: tools ## the end-to-end proof on the native lab: baseline pages, fixed resolves, idle is silent (~12 min)
-	$(GO) test -tags e2e -run TestEndToEnd -count=1 -timeout 25m -v ./stack/lab
+e2e: tools ## the end-to-end proof on the native lab: baseline pages, fixed resolves, idle is silent; then every scenario's alerts (~28 min)
+	$(GO) test -tags e2e -run 'TestEndToEnd|TestScenarios' -count=1 -timeout 45m -v ./stack/lab
+
+.PHONY: e2e-scenarios
+e2e-scenarios: tools ## the scenario matrix alone (SCENARIOS=upstream-tail,creep for some; ~19 min for all)
+	$(GO) test -tags e2e -run TestScenarios -count=1 -timeout 35m -v ./stack/lab
+
+.PHONY: scenario
+scenario: ## inject a fault into the running lab or compose stack: make scenario S=upstream-tail (S=none clears it; no S lists them)
+	@$(GO) run ./stack/cmd/lab scenario -name "$(S)" -compose "$(COMPOSE)"
 
 # docker compose: the same stack in containers. BURNLAB_VERSION stamps the
 # images' binaries (gateway_build_info{version}).
@@ -220,11 +230,13 @@ images: ## docker compose: build every image, the gateway as both :baseline and 
 	GATEWAY_TAG=fixed $(COMPOSE) build gateway
 
 .PHONY: pages
-pages: ## what the pager received, with each incident's page in its web UI (compose or lab; PAGER_URL, default http://127.0.0.1:5001)
+pages: ## what the pager received, pages and tickets apart, each with its page in the web UI (compose or lab; PAGER_URL, default http://127.0.0.1:5001)
 	@pager=$${PAGER_URL:-http://127.0.0.1:5001}; incs=$$(curl -fsS $$pager/api/incidents); \
-	if command -v jq >/dev/null; then echo "$$incs" | jq .; \
-		echo "$$incs" | jq -r '.[] | "\(.url)  \(.status)  \(.alertname)  top alloc_space: \(.profile.top[0].function // "none")"'; \
-	else echo "$$incs"; fi; echo "pager web UI: $$pager/"
+	if command -v jq >/dev/null; then \
+		for sev in page ticket; do echo "$${sev}s:"; \
+			echo "$$incs" | jq -r --arg sev $$sev '[.[] | select(.severity == $$sev)] | if length == 0 then "  none" else .[] | "  \(.status)  \(.slo)  burn \(.burn_rate // "?")  \(.startsAt)  \(.url)  top alloc_space: \(.profile.top[0].function // "none")" end'; \
+		done; \
+	else echo "$$incs"; echo "(install jq for pages and tickets apart)"; fi; echo "pager web UI: $$pager/"
 
 .PHONY: logs
 logs: ## docker compose: follow the logs (SERVICE=gateway for one)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"burnlab/shared/incident"
+	"burnlab/shared/scenario"
+	"burnlab/shared/slo"
 )
 
 // The bounds the e2e holds the lab to: generous against the lab windows'
@@ -30,6 +33,27 @@ const (
 )
 
 const guilty = "transcript.(*Baseline).Append"
+
+// regressionBound is how far the baseline's measured burn may be from the
+// calibration's: the baseline's breaches depend on a busy machine's CPU,
+// not an exact share.
+const regressionBound = 0.5
+
+// expectedBurn is the calibration's promise for the shape file: its 1 long
+// stream in long_every breaches, and nothing else does.
+func expectedBurn(path string) (float64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var s struct {
+		LongEvery int `json:"long_every"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil || s.LongEvery < 2 {
+		return 0, fmt.Errorf("shape %s: long_every %d: %v", path, s.LongEvery, err)
+	}
+	return 1 / float64(s.LongEvery) / slo.Budget, nil
+}
 
 // TestEndToEnd drives the native lab through the write-up's incident:
 // baseline pages, the switch to fixed resolves the page and nothing new
@@ -52,8 +76,14 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Stop()
+	reg, err := scenario.Lookup("regression")
+	if err != nil {
+		t.Fatal(err)
+	}
+	regression = &result{name: reg.Name, build: reg.Build, expected: reg.Expected(), silent: "—", resolved: "—", burn: "—"}
 	fail := func(format string, args ...any) {
 		t.Helper()
+		regression.err = fmt.Errorf(format, args...)
 		for _, name := range []string{Gateway, Loadgen, Pager, Prometheus, Alertmanager, Upstream} {
 			fmt.Printf("---- last lines of %s ----\n%s\n", name, l.Tail(name, 15))
 		}
@@ -71,6 +101,17 @@ func TestEndToEnd(t *testing.T) {
 	}
 	say("lab up (baseline gateway, load running): %v", l.Running())
 	loadStart := time.Now()
+	// The regression scenario: nothing injected, the baseline build is the
+	// fault. Setting it only labels the dashboard; the watch holds the run
+	// to the matrix's row from the load's start until the fixed build has
+	// run quiet.
+	if err := l.SetScenario(ctx, reg.Name); err != nil {
+		fail("%v", err)
+	}
+	w := newWatch(l, reg)
+	w.inject(loadStart)
+	_, stopWatch := w.follow(ctx)
+	defer stopWatch() //nolint:errcheck // a failure's cleanup; the run's end reads it
 
 	// 1. Baseline: a page for the stream-latency SLO.
 	var page incident.Incident
@@ -92,6 +133,7 @@ func TestEndToEnd(t *testing.T) {
 		time.Sleep(pollEvery)
 	}
 	say("PAGE fired for %s/%s, %s after the load started; burn over 2m %s", page.AlertName, page.SLO, time.Since(loadStart).Round(time.Second), burn())
+	regression.fired = []string{w.firedAfter(reg.Fires[0])}
 	for _, other := range []string{"availability", "ttft"} {
 		if on, err := firing(l, other, "page"); err != nil || on {
 			fail("the %s SLO must stay silent: firing=%v (%v)", other, on, err)
@@ -149,6 +191,25 @@ func TestEndToEnd(t *testing.T) {
 	}
 	say("dashboard: all %d queries of grafana/dashboards return data from the lab's Prometheus", len(queries))
 
+	// The calibration's expected burn against the measured one, over a 2m
+	// window wholly inside the load (ramp included: 10 s of it).
+	time.Sleep(time.Until(loadStart.Add(reg.Observe)))
+	want, err := expectedBurn(l.cfg.Shape)
+	if err != nil {
+		fail("%v", err)
+	}
+	got, err := l.Query(`slo:sli_error:ratio_rate2m{sloth_slo="stream-latency"} / ` + fmt.Sprint(slo.Budget))
+	if err != nil || len(got) != 1 {
+		fail("burn over 2m: %v %v", err, got)
+	}
+	for _, g := range got {
+		regression.burn = fmt.Sprintf("stream-latency %.1fx → %.1fx", want, g)
+		say("burn over 2m after %s of load: %.1fx; the calibration expected %.1fx", reg.Observe, g, want)
+		if math.Abs(g/want-1) > regressionBound {
+			fail("the baseline burns %.1fx, the calibration expected %.1fx (±%.0f %%)", g, want, 100*regressionBound)
+		}
+	}
+
 	// 2. Switch to fixed: the page resolves and no new one fires.
 	switched := time.Now()
 	if err := l.Switch(ctx, "fixed"); err != nil {
@@ -169,6 +230,7 @@ func TestEndToEnd(t *testing.T) {
 		time.Sleep(pollEvery)
 	}
 	resolved := time.Now()
+	regression.resolved = fmt.Sprintf("%ds (from the switch)", int(resolved.Sub(switched).Seconds()))
 	say("RESOLVED %s after the switch; burn over 2m %s", resolved.Sub(switched).Round(time.Second), burn())
 	for deadline := time.Now().Add(profileWithin); ; time.Sleep(2 * time.Second) {
 		inc, err := find(l, page.ID)
@@ -203,6 +265,15 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	say("fixed: no new page for %s; burn over 2m 0.0x", fixedQuiet)
+	if err := stopWatch(); err != nil {
+		fail("watching the alerts: %v", err)
+	}
+	if v := w.violations(); len(v) > 0 {
+		regression.silent = "NO: " + strings.Join(v, "; ")
+		fail("alerts the regression must not fire: %s", strings.Join(v, "; "))
+	}
+	regression.silent = "yes"
+	say("from the load's start to here: only %s (and its ticket) fired, in Prometheus, Alertmanager and the pager", reg.Expected())
 
 	// 3. No traffic: nothing starts firing. An alert of the baseline burn
 	// may still be firing from a window longer than the run so far (the

@@ -84,6 +84,11 @@ type Config struct {
 	// calibrates against the baseline gateway and writes it.
 	Shape string
 	Log   io.Writer
+	// Bin, when set, holds binaries Build made: Start builds nothing, so
+	// labs started side by side do not compile while others measure.
+	Bin string
+	// NoLoad leaves the load generator to StartLoad.
+	NoLoad bool
 }
 
 // DefaultTenants gives the lab two tenants with quotas and stream limits far
@@ -154,8 +159,10 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 			return nil, err
 		}
 	}
-	if err := l.buildAll(ctx); err != nil {
-		return nil, err
+	if cfg.Bin == "" {
+		if err := l.buildAll(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if err := l.render(); err != nil {
 		return nil, err
@@ -194,14 +201,32 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if err := l.startGateway(ctx, cfg.Variant); err != nil {
 		return nil, err
 	}
+	if cfg.NoLoad {
+		return l, nil
+	}
 	if err := l.StartLoad(ctx); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
+// Build builds every binary a lab runs into bin, for labs started with
+// Config.Bin.
+func Build(ctx context.Context, root, bin string) error {
+	l := &Lab{cfg: Config{Root: root, Bin: bin}}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return err
+	}
+	return l.buildAll(ctx)
+}
+
 func (l *Lab) path(rel string) string { return filepath.Join(l.cfg.Dir, rel) }
-func (l *Lab) bin(name string) string { return l.path(filepath.Join("bin", name)) }
+func (l *Lab) bin(name string) string {
+	if l.cfg.Bin != "" {
+		return filepath.Join(l.cfg.Bin, name)
+	}
+	return l.path(filepath.Join("bin", name))
+}
 
 // A Binary is a cmd/ package the lab builds, and compose builds the
 // service's image from (its CMD_PKG build argument).

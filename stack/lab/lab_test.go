@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"burnlab/shared/scenario"
 )
 
 // The lab runs the repo's own config files; rendering may change nothing
@@ -85,5 +88,58 @@ func TestChecksFailWhenThePagerOrPrometheusCannotBeRead(t *testing.T) {
 		if err := pagerShows(l, "/"); err == nil {
 			t.Errorf("%s: pagerShows passed instead of failing", name)
 		}
+	}
+}
+
+// The matrix's watch fails on a source it cannot read, and flags an alert
+// seen before the fault or one the scenario does not allow — but not the
+// ticket of the SLO it pages.
+func TestWatchFlagsWhatTheScenarioDoesNotAllow(t *testing.T) {
+	var prom, am, pager string
+	serve := func(body *string) string {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(*body)) }))
+		t.Cleanup(s.Close)
+		return strings.TrimPrefix(s.URL, "http://")
+	}
+	addrs := Addrs{Prometheus: serve(&prom), Alertmanager: serve(&am), Pager: serve(&pager)}
+	alert := func(slo, sev string) string {
+		return `{"labels":{"sloth_service":"llm-gateway","sloth_slo":"` + slo + `","severity":"` + sev + `"},"state":"firing"}`
+	}
+	prom, am, pager = `{"data":{"alerts":[`+alert("stream-latency", "ticket")+`]}}`, `[]`, `[]`
+	sc, err := scenario.Lookup("upstream-tail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWatch(&Lab{cfg: Config{Addrs: addrs}}, sc)
+	if err := w.poll(); err != nil {
+		t.Fatal(err)
+	}
+	if v := w.violations(); len(v) != 1 || !strings.Contains(v[0], "before the fault") {
+		t.Fatalf("an alert before the fault: %q", v)
+	}
+	w = newWatch(&Lab{cfg: Config{Addrs: addrs}}, sc)
+	w.inject(time.Now())
+	am = `[` + alert("stream-latency", "page") + `]`
+	pager = `[{"id":"1","slo":"ttft","severity":"page","status":"firing","timeline":[{"kind":"firing","receiver":"pager-ticket"}]}]`
+	if err := w.poll(); err != nil {
+		t.Fatal(err)
+	}
+	v := strings.Join(w.violations(), "; ")
+	if strings.Contains(v, "stream-latency") || !strings.Contains(v, "ttft page in pager") || !strings.Contains(v, "reached the pager through pager-ticket") {
+		t.Fatalf("violations: %s", v)
+	}
+	if ticket := (scenario.Alert{SLO: "stream-latency", Severity: "ticket"}); w.everywhere(ticket, true) || w.everywhere(ticket, false) {
+		t.Fatal("a ticket seen in Prometheus only is neither everywhere nor nowhere")
+	}
+	pager = `not json`
+	if err := w.poll(); err == nil {
+		t.Fatal("an unreadable pager must fail the poll")
+	}
+	dead, err := FreeAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newWatch(&Lab{cfg: Config{Addrs: dead}}, sc).poll(); err == nil {
+		t.Fatal("nothing listening must fail the poll")
 	}
 }

@@ -1,0 +1,353 @@
+//go:build e2e
+
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"burnlab/shared/scenario"
+)
+
+// The matrix's bounds, from the injection (fire) and from the clear
+// (resolve). A page of a 10x burn is due ~2.5 min after it starts (the slow
+// pair's 4m window averaging 6x, plus scrape, evaluation and group_wait)
+// and clears ~1 min after it stops (the 2m window under 6x); the creep's
+// ticket is due ~4 min in (the run's average over 1x) and clears once its
+// 8m window falls under 1x, ~6 min after the creep stops. Each bound adds
+// about half again for a shared 2-core machine.
+var (
+	firesWithin = map[string]time.Duration{scenario.Page: 5 * time.Minute, scenario.Ticket: 8 * time.Minute}
+	clearWithin = map[string]time.Duration{scenario.Page: 5 * time.Minute, scenario.Ticket: 10 * time.Minute}
+)
+
+const (
+	warmUp = time.Minute // of healthy load before the fault, with nothing firing
+	// burnBound is how far the measured burn may be from the expected:
+	// shares are exact, so only a 2m window's edges (±1 stream of 30 at
+	// 10x) and the scrape move it.
+	burnBound = 0.3
+	// quietBurn bounds an SLO the scenario leaves alone: 0x is derived,
+	// but a busy machine may push a stream or two of 3,000 over a
+	// threshold, and under 1x (the lowest ticket factor) no alert acts.
+	quietBurn = 1.0
+)
+
+// A result is one row of the matrix.
+type result struct {
+	name, build, expected string
+	fired                 []string // per expected alert: seconds from injection to each source
+	burn                  string   // expected → measured
+	silent                string
+	resolved              string
+	err                   error
+}
+
+// regression is the matrix's row for the baseline build, which
+// TestEndToEnd (run first) fills in.
+var regression *result
+
+// matrixShape is the traffic of the fixed-build scenarios. Their faults,
+// not the build, make the burn, so nothing needs calibrating: the default
+// mix at 25 streams/s, 1 long generation in 100, which the fixed build
+// streams in milliseconds.
+const matrixShape = `{"rate": 25, "long_every": 100, "long_events": 14000, "short_min": 300, "short_max": 800, "seed": 1,
+  "why": ["the e2e matrix's fixed shape: the fixed build keeps every stream far under 600 ms"]}`
+
+// TestScenarios runs every fixed-build scenario of shared/scenario's table
+// in a lab of its own, in parallel (each lab is a few percent of a core),
+// and holds each to its row: exactly the alerts it must fire, in
+// Prometheus, Alertmanager and the pager; every other alert of the three
+// SLOs silent throughout; the measured burn near the derived one; and the
+// alerts resolved once the fault is cleared.
+func TestScenarios(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	shape := filepath.Join(t.TempDir(), "shape.json")
+	if err := os.WriteFile(shape, []byte(matrixShape), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	var out sync.Mutex
+	say := func(name, format string, args ...any) {
+		out.Lock()
+		defer out.Unlock()
+		fmt.Printf("t+%-5s %-16s %s\n", time.Since(t0).Round(time.Second), name, fmt.Sprintf(format, args...))
+	}
+	// Built once, before any lab runs: a lab compiling beside another's
+	// warm-up starves its gateway (first tokens over 250 ms).
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := Build(ctx, root, bin); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg      sync.WaitGroup
+		results []*result
+		labs    []*Lab
+		rows    []scenario.Scenario
+	)
+	// SCENARIOS=a,b runs only those (make e2e-scenarios SCENARIOS=…).
+	only := strings.FieldsFunc(os.Getenv("SCENARIOS"), func(r rune) bool { return r == ',' || r == ' ' })
+	for _, sc := range scenario.All() {
+		if sc.Build != "fixed" || len(only) > 0 && !slices.Contains(only, sc.Name) {
+			continue
+		}
+		r := &result{name: sc.Name, build: sc.Build, expected: sc.Expected()}
+		results = append(results, r)
+		dir := t.TempDir()
+		l, err := Start(ctx, Config{Root: root, Dir: dir, Addrs: mustFreeAddrs(t), Variant: sc.Build, Shape: shape, Log: io.Discard, Bin: bin, NoLoad: true})
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		defer l.Stop()
+		say(sc.Name, "lab up in %s", dir)
+		labs, rows = append(labs, l), append(rows, sc)
+	}
+	// Every lab is up before any load starts, so no start-up work overlaps
+	// a warm-up.
+	for i, l := range labs {
+		sc, r := rows[i], results[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer l.Stop()
+			if r.err = l.StartLoad(ctx); r.err != nil {
+				return
+			}
+			r.err = runScenario(ctx, l, sc, r, func(format string, args ...any) { say(sc.Name, format, args...) })
+			if r.err != nil {
+				say(sc.Name, "FAILED: %v", r.err)
+				for _, name := range []string{Gateway, Upstream, Prometheus, Alertmanager, Pager} {
+					say(sc.Name, "---- last lines of %s ----\n%s", name, l.Tail(name, 8))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if regression != nil {
+		results = append([]*result{regression}, results...)
+	}
+	printMatrix(results)
+	for _, r := range results {
+		if r.err != nil {
+			t.Errorf("%s: %v", r.name, r.err)
+		}
+	}
+}
+
+func mustFreeAddrs(t *testing.T) Addrs {
+	a, err := FreeAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// runScenario: warm up, inject, see the alerts fire everywhere, hold the
+// fault for its Observe time, measure the burn, clear, see them resolve.
+func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, say func(string, ...any)) error {
+	w := newWatch(l, sc)
+	ended, stop := w.follow(ctx)
+	defer stop() //nolint:errcheck // a failure's cleanup; settle reads it
+	// wait returns when cond holds, or fails at the deadline or on a read
+	// error; with no cond it waits d.
+	wait := func(d time.Duration, what string, cond func() bool) error {
+		for deadline := time.Now().Add(d); cond == nil || !cond(); {
+			if time.Now().After(deadline) {
+				if cond == nil {
+					return nil
+				}
+				return fmt.Errorf("%s: not within %s", what, d)
+			}
+			select {
+			case <-ended:
+				if err := stop(); err != nil {
+					return err
+				}
+				return fmt.Errorf("%s: the watch ended: %w", what, ctx.Err())
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+		return nil
+	}
+	settle := func() error {
+		if err := stop(); err != nil {
+			return err
+		}
+		r.silent = "yes"
+		if v := w.violations(); len(v) > 0 {
+			r.silent = "NO: " + strings.Join(v, "; ")
+			return fmt.Errorf("alerts it must not fire: %s", strings.Join(v, "; "))
+		}
+		return nil
+	}
+
+	if err := wait(warmUp, "warm-up", nil); err != nil {
+		return err
+	}
+	injected := time.Now()
+	w.inject(injected)
+	if err := l.SetScenario(ctx, sc.Name); err != nil {
+		return err
+	}
+	say("injected after %s of healthy load: %s", warmUp, sc.What)
+	for _, a := range sc.Fires {
+		if err := wait(firesWithin[a.Severity], a.String()+" firing in Prometheus, Alertmanager and the pager", func() bool { return w.everywhere(a, true) }); err != nil {
+			r.fired = append(r.fired, "not within "+firesWithin[a.Severity].String())
+			return err
+		}
+		r.fired = append(r.fired, w.firedAfter(a))
+		say("FIRED %s: %s", a, w.firedAfter(a))
+	}
+	if err := wait(time.Until(injected.Add(sc.Observe)), "observe", nil); err != nil {
+		return err
+	}
+	burn, err := measureBurn(l, sc)
+	r.burn = burn
+	if err != nil {
+		return err
+	}
+	say("burn over 2m after %s: %s", sc.Observe, burn)
+	cleared := time.Now()
+	if err := l.SetScenario(ctx, scenario.None); err != nil {
+		return err
+	}
+	var took []string
+	for _, a := range sc.Fires {
+		if err := wait(clearWithin[a.Severity], a.String()+" resolved in Prometheus, Alertmanager and the pager", func() bool {
+			return w.everywhere(a, false) && pagerResolved(l, a)
+		}); err != nil {
+			r.resolved = "not within " + clearWithin[a.Severity].String()
+			return err
+		}
+		took = append(took, fmt.Sprintf("%ds", int(time.Since(cleared).Seconds())))
+	}
+	r.resolved = strings.Join(took, ", ")
+	if len(sc.Fires) == 0 {
+		r.resolved = "—"
+	}
+	say("cleared; resolved after %s", r.resolved)
+	if err := settle(); err != nil {
+		return err
+	}
+	return pagesOnce(l, sc)
+}
+
+// pagerResolved: the pager holds an incident for a, and none of a's is
+// firing.
+func pagerResolved(l *Lab, a scenario.Alert) bool {
+	incs, err := l.Incidents()
+	if err != nil {
+		return false // the watch reports read errors
+	}
+	found := false
+	for _, inc := range incs {
+		if inc.SLO == a.SLO && inc.Severity == a.Severity {
+			if inc.Status == "firing" {
+				return false
+			}
+			found = true
+		}
+	}
+	return found
+}
+
+// pagesOnce: Alertmanager sent one page per incident — one page in the
+// pager for each SLO the scenario pages, none for any other.
+func pagesOnce(l *Lab, sc scenario.Scenario) error {
+	incs, err := l.Incidents()
+	if err != nil {
+		return fmt.Errorf("pager: %w", err)
+	}
+	pages := map[string]int{}
+	for _, inc := range incs {
+		if inc.Severity == scenario.Page {
+			pages[inc.SLO]++
+		}
+	}
+	for _, slo := range scenario.SLOs {
+		want := 0
+		if sc.Allowed(scenario.Alert{SLO: slo, Severity: scenario.Page}) {
+			want = 1
+		}
+		if pages[slo] != want {
+			return fmt.Errorf("the pager holds %d pages for %s, want %d", pages[slo], slo, want)
+		}
+	}
+	return nil
+}
+
+// measureBurn reads each SLO's burn over the 2m window and holds each to
+// the scenario's expectation (0 where none is stated).
+func measureBurn(l *Lab, sc scenario.Scenario) (string, error) {
+	var said []string
+	var errs []string
+	for _, slo := range scenario.SLOs {
+		v, err := l.Query(`slo:sli_error:ratio_rate2m{sloth_slo="` + slo + `"}`)
+		if err != nil {
+			return "", err
+		}
+		if len(v) == 0 {
+			// Availability's error counter has no series until a stream
+			// fails: no series is 0 only while streams are counted.
+			if v, err = l.Query(`sum(rate(gateway_stream_duration_seconds_count[2m])) > 0`); err != nil || len(v) != 1 {
+				return "", fmt.Errorf("%s: no error ratio over 2m, and no streams counted (%v)", slo, err)
+			}
+			v = map[string]float64{"": 0}
+		}
+		if len(v) != 1 {
+			return "", fmt.Errorf("%s: %d series over 2m, want 1", slo, len(v))
+		}
+		var got float64
+		for _, x := range v {
+			got = x / scenario.Budgets[slo]
+		}
+		want := sc.Burn[slo]
+		switch {
+		case want == 0 && got >= quietBurn:
+			errs = append(errs, fmt.Sprintf("%s burns %.1fx, want under %.0fx", slo, got, quietBurn))
+		case want > 0 && math.Abs(got/want-1) > burnBound:
+			errs = append(errs, fmt.Sprintf("%s burns %.1fx, want %.1fx (±%.0f %%)", slo, got, want, 100*burnBound))
+		}
+		if want > 0 || got > 0 {
+			said = append(said, fmt.Sprintf("%s %.1fx → %.1fx", slo, want, got))
+		}
+	}
+	if len(said) == 0 {
+		said = []string{"0x everywhere"}
+	}
+	if len(errs) > 0 {
+		return strings.Join(said, ", "), fmt.Errorf("burn: %s", strings.Join(errs, "; "))
+	}
+	return strings.Join(said, ", "), nil
+}
+
+func printMatrix(rs []*result) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nscenario\tbuild\texpected\tfired (from injection: prom, am, pager)\tburn 2m (expected → measured)\tothers silent\tresolved (from clear)\tresult")
+	for _, r := range rs {
+		res := "ok"
+		if r.err != nil {
+			res = "FAIL"
+		}
+		fired := strings.Join(r.fired, "; ")
+		if fired == "" {
+			fired = "—"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, r.build, r.expected, fired, r.burn, r.silent, r.resolved, res)
+	}
+	_ = tw.Flush() // stdout
+}

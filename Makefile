@@ -190,7 +190,7 @@ lab-switch: ## switch a running lab's gateway: make lab-switch GATEWAY_TAG=fixed
 # baseline's run; SCENARIOS=a,b keeps only those (make e2e-scenarios).
 .PHONY: e2e
 e2e: tools ## the end-to-end proof on the native lab: baseline pages, fixed resolves, idle is silent; then every scenario's alerts (~28 min)
-	$(GO) test -tags e2e -run 'TestEndToEnd|TestScenarios' -count=1 -timeout 45m -v ./stack/lab
+	$(GO) test -tags e2e -run 'TestEndToEnd|TestScenarios' -count=1 -timeout 40m -v ./stack/lab
 
 .PHONY: e2e-scenarios
 e2e-scenarios: tools ## the scenario matrix alone (SCENARIOS=upstream-tail,creep for some; ~19 min for all)

@@ -266,7 +266,10 @@ func TestScenarioReachesComposesStack(t *testing.T) {
 	p := load(t)
 	st := lab.DefaultStack()
 	for svc, addr := range map[string]string{lab.Upstream: st.Upstream, lab.Gateway: st.GatewayAdmin} {
-		host, port, _ := net.SplitHostPort(addr)
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatalf("make scenario's %s address: %v", svc, err)
+		}
 		found := false
 		for _, pp := range p.Services[svc].Ports {
 			found = found || pp.HostIP == host && pp.Published == port

@@ -30,6 +30,7 @@ func (f *fakeStack) serve(t *testing.T) Stack {
 		w.Write([]byte("# HELP gateway_build_info x\ngateway_build_info{variant=\"" + f.build + "\",version=\"dev\"} 1\n"))
 	}))
 	up := http.NewServeMux()
+	up.HandleFunc("GET /scenario", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"scenario":"none"}`)) })
 	up.HandleFunc("PUT /scenario/{name}", func(_ http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -65,10 +66,14 @@ func TestScenarioSwitchesTheLabsBuildOnlyWhenItDiffers(t *testing.T) {
 	if out := s.Out.(*bytes.Buffer).String(); !strings.Contains(out, "must fire:     stream-latency page") {
 		t.Fatalf("it must say what should fire:\n%s", out)
 	}
+	// none clears the fault and keeps the build.
+	if err := ApplyScenario(ctx, "none", s); err != nil || len(f.switches) != 1 {
+		t.Fatalf("none: %v, switches %q", err, f.switches)
+	}
 	if err := ApplyScenario(ctx, "bogus", s); err == nil || !strings.Contains(err.Error(), "upstream-errors") {
 		t.Fatalf("an unknown scenario: %v", err)
 	}
-	if len(f.scenarios) != 2 {
+	if len(f.scenarios) != 3 {
 		t.Fatal("an unknown scenario reached the upstream")
 	}
 }
@@ -98,10 +103,26 @@ func TestScenarioSwitchesComposesBuildWithoutALab(t *testing.T) {
 	}
 	s.Compose = []string{"/bin/false"}
 	f.build = "baseline"
-	if err := ApplyScenario(context.Background(), "none", s); err == nil || !strings.Contains(err.Error(), "compose could not switch") {
+	if err := ApplyScenario(context.Background(), "upstream-errors", s); err == nil || !strings.Contains(err.Error(), "compose could not switch") {
 		t.Fatalf("a failing compose: %v", err)
 	}
 	if strings.Join(f.scenarios, ",") != "slow-first-token" {
 		t.Fatalf("the fault must not be set when the build could not be: %q", f.scenarios)
+	}
+}
+
+// A stack whose upstream has no scenario control (started before it
+// existed) is left as it is: no build switch for a fault that cannot be set.
+func TestScenarioRebuildsNothingWithoutTheControl(t *testing.T) {
+	f := &fakeStack{build: "fixed"}
+	s := f.serve(t)
+	old := httptest.NewServer(http.NotFoundHandler())
+	defer old.Close()
+	s.Upstream = strings.TrimPrefix(old.URL, "http://")
+	if err := ApplyScenario(context.Background(), "regression", s); err == nil || !strings.Contains(err.Error(), "needs a restart") {
+		t.Fatalf("an upstream without the control: %v", err)
+	}
+	if len(f.switches) != 0 {
+		t.Fatalf("switched %q for a fault that could not be set", f.switches)
 	}
 }

@@ -66,6 +66,36 @@ func (l *Lab) AMAlerts() ([]AMAlert, error) {
 // Query evaluates an instant PromQL query on the lab's Prometheus and
 // returns the value of each series, keyed by its labels.
 func (l *Lab) Query(q string) (map[string]float64, error) {
+	samples, err := l.query(q)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, s := range samples {
+		out[fmt.Sprint(s.labels)] = s.value
+	}
+	return out, nil
+}
+
+// Series returns the label sets an instant query's result has.
+func (l *Lab) Series(q string) ([]map[string]string, error) {
+	samples, err := l.query(q)
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]string
+	for _, s := range samples {
+		out = append(out, s.labels)
+	}
+	return out, nil
+}
+
+type sample struct {
+	labels map[string]string
+	value  float64
+}
+
+func (l *Lab) query(q string) ([]sample, error) {
 	var r struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
@@ -82,10 +112,13 @@ func (l *Lab) Query(q string) (map[string]float64, error) {
 	if r.Status != "success" {
 		return nil, fmt.Errorf("query %s: %s", q, r.Error)
 	}
-	out := map[string]float64{}
+	var out []sample
 	for _, s := range r.Data.Result {
-		v, _ := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
-		out[fmt.Sprint(s.Metric)] = v
+		v, err := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: %v: %w", q, s.Metric, err)
+		}
+		out = append(out, sample{s.Metric, v})
 	}
 	return out, nil
 }

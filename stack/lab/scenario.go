@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"burnlab/shared/scenario"
@@ -42,17 +43,23 @@ const DefaultControl = "127.0.0.1:6099"
 
 // ApplyScenario puts a scenario of shared/scenario's table in place on a
 // running stack: the gateway build it needs (switching only if another
-// runs), then the upstream's fault; and says what should fire.
+// runs), then the upstream's fault; and says what should fire. none
+// clears the fault and leaves the build alone.
 func ApplyScenario(ctx context.Context, name string, s Stack) error {
 	sc, err := scenario.Lookup(name)
 	if err != nil {
 		return err
 	}
+	// Nothing is rebuilt for a fault that could not be set: a stack
+	// started before the control existed has none.
+	if _, err := scenario.Get(ctx, "http://"+s.Upstream); err != nil {
+		return fmt.Errorf("%w (a stack started before make scenario existed needs a restart)", err)
+	}
 	build, err := gatewayBuild(ctx, s.GatewayAdmin)
 	if err != nil {
 		return err
 	}
-	if build != sc.Build {
+	if build != sc.Build && sc.Name != scenario.None {
 		fmt.Fprintf(s.Out, "the gateway runs the %s build; %s needs %s: switching\n", build, sc.Name, sc.Build)
 		if err := switchBuild(ctx, sc.Build, s); err != nil {
 			return err
@@ -105,6 +112,11 @@ func switchBuild(ctx context.Context, variant string, s Stack) error {
 	}
 	// A switch drains the gateway's streams first: up to its 60 s drain.
 	resp, err := (&http.Client{Timeout: 3 * time.Minute}).Do(req)
+	// Compose only when no lab listens: a lab that answered late or
+	// badly must not get a compose stack started beside it.
+	if err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("the lab's switch at %s: %w", s.Control, err)
+	}
 	if err == nil {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))

@@ -41,6 +41,7 @@ const (
 	// but a busy machine may push a stream or two of 3,000 over a
 	// threshold, and under 1x (the lowest ticket factor) no alert acts.
 	quietBurn = 1.0
+	minRate   = 20.0 // streams/s of the matrix's shape (25) that end ok
 )
 
 // A result is one row of the matrix.
@@ -157,6 +158,7 @@ func mustFreeAddrs(t *testing.T) Addrs {
 // runScenario: warm up, inject, see the alerts fire everywhere, hold the
 // fault for its Observe time, measure the burn, clear, see them resolve.
 func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, say func(string, ...any)) error {
+	started := time.Now()
 	w := newWatch(l, sc)
 	ended, stop := w.follow(ctx)
 	defer stop() //nolint:errcheck // a failure's cleanup; settle reads it
@@ -243,7 +245,40 @@ func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, s
 	if err := settle(); err != nil {
 		return err
 	}
+	if err := firedOverTheRun(l, sc, time.Since(started)+time.Minute); err != nil {
+		return err
+	}
 	return pagesOnce(l, sc)
+}
+
+// firedOverTheRun catches what the 5 s polls could miss — an alert that
+// fired and cleared between two — in Prometheus's ALERTS series over the
+// last run and in every incident the pager holds.
+func firedOverTheRun(l *Lab, sc scenario.Scenario, run time.Duration) error {
+	fired, err := l.Series(fmt.Sprintf(`max by (sloth_slo, severity) (max_over_time(ALERTS{sloth_service="llm-gateway"}[%ds]))`, int(run.Seconds())))
+	if err != nil {
+		return err
+	}
+	var bad []string
+	for _, labels := range fired {
+		a := scenario.Alert{SLO: labels["sloth_slo"], Severity: labels["severity"]}
+		if !sc.Allowed(a) {
+			bad = append(bad, a.String()+" in Prometheus's ALERTS")
+		}
+	}
+	incs, err := l.Incidents()
+	if err != nil {
+		return fmt.Errorf("pager: %w", err)
+	}
+	for _, inc := range incs {
+		if a := (scenario.Alert{SLO: inc.SLO, Severity: inc.Severity}); !sc.Allowed(a) {
+			bad = append(bad, a.String()+" in the pager")
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("fired over the run: %s", strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 // pagerResolved: the pager holds an incident for a, and none of a's is
@@ -293,6 +328,20 @@ func pagesOnce(l *Lab, sc scenario.Scenario) error {
 // measureBurn reads each SLO's burn over the 2m window and holds each to
 // the scenario's expectation (0 where none is stated).
 func measureBurn(l *Lab, sc scenario.Scenario) (string, error) {
+	// A stalled load fires nothing and burns nothing: the streams must
+	// flow at the shape's rate for any row to mean something.
+	v, err := l.Query(`sum(rate(gateway_stream_duration_seconds_count{outcome="ok"}[2m]))`)
+	if err != nil {
+		return "", err
+	}
+	for _, rate := range v {
+		if !(rate >= minRate) {
+			return "", fmt.Errorf("%.1f streams/s ended ok over 2m, want %.0f or more (the shape's 25)", rate, minRate)
+		}
+	}
+	if len(v) != 1 {
+		return "", fmt.Errorf("no streams counted over 2m")
+	}
 	var said []string
 	var errs []string
 	for _, slo := range scenario.SLOs {
@@ -314,6 +363,9 @@ func measureBurn(l *Lab, sc scenario.Scenario) (string, error) {
 		var got float64
 		for _, x := range v {
 			got = x / scenario.Budgets[slo]
+		}
+		if math.IsNaN(got) {
+			return "", fmt.Errorf("%s: the error ratio over 2m is NaN: no streams counted", slo)
 		}
 		want := sc.Burn[slo]
 		switch {

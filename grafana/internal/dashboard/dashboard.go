@@ -80,9 +80,11 @@ func quantiles(metric, who, selector string) []*prometheus.DataqueryBuilder {
 	return qs
 }
 
-// activeScenario is the name of the upstream's active scenario, as a
-// series of value 1.
-var activeScenario = `max by (scenario) (` + scenario.Metric + `) == 1`
+// activeScenario is the upstream's active scenario among those matching,
+// as a series of value 1 labelled with its name.
+func activeScenario(matching string) string {
+	return `max by (scenario) (` + scenario.Metric + matching + `) == 1`
+}
 
 // burnThresholds draws the lab's and production's page thresholds.
 func burnThresholds() *dashboard.ThresholdsConfigBuilder {
@@ -115,7 +117,7 @@ func Build() (dashboard.Dashboard, error) {
 			Datasource(dashboard.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr(PrometheusUID)}).
 			Enable(true).
 			IconColor("purple").
-			Expr(`max by (scenario) (` + scenario.Metric + `{scenario!="` + scenario.None + `"}) == 1`).
+			Expr(activeScenario(`{scenario!="` + scenario.None + `"}`)).
 			TitleFormat("scenario {{scenario}}").
 			TagKeys("scenario").
 			Step("15s"))
@@ -130,7 +132,7 @@ func Build() (dashboard.Dashboard, error) {
 		WithPanel(single("Gateway build", "Which transcript parser is running: baseline (regexp + string +=) or fixed (HasPrefix + Builder).", "none",
 			query(`max by (variant) (gateway_build_info)`, "{{variant}}")).Span(3)).
 		WithPanel(single("Scenario", "The fault the lab's upstream injects now (make scenario S=…; none: a healthy upstream). The README's scenario table says what each must fire.", "none",
-			query(activeScenario, "{{scenario}}")).Span(3).TextMode(common.BigValueTextModeName).GraphMode(common.BigValueGraphModeNone)).
+			query(activeScenario(""), "{{scenario}}")).Span(3).TextMode(common.BigValueTextModeName).GraphMode(common.BigValueGraphModeNone)).
 		WithPanel(series("Burn rate by window (stream latency)", "Error ratio over each alert window divided by the "+strconv.FormatFloat(100*slo.Budget, 'g', -1, 64)+" % budget. A page needs a long and its short window both over 14.4x or both over 6x (the lines).", "x", 12,
 			query(`{__name__=~"slo:sli_error:ratio_rate.+", sloth_slo="stream-latency", sloth_window!~"10h|30d"} / `+budget, "{{sloth_window}}")).
 			Thresholds(burnThresholds()).

@@ -158,7 +158,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := p.cfg.Faults
-	sc, hit := p.Scenarios.hit()
+	sc, hit := p.Scenarios.hit(length)
 	var inject injected
 	slow, delay := f.SlowFirstByte > 0 && rng.Float64() < f.SlowFirstByte, f.SlowDelay
 	switch {

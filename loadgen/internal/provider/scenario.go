@@ -52,13 +52,13 @@ func (s *Scenarios) set(sc scenario.Scenario) {
 	}
 }
 
-// hit is what the active scenario does to the next stream: its fault, or
-// NoFault, and the number of the hit (from 1), which alternates a Fail's
-// two kinds.
-func (s *Scenarios) hit() (scenario.Scenario, uint64) {
+// hit is what the active scenario does to the next stream, of length
+// events: its fault, or NoFault, and the number of the hit (from 1), which
+// alternates a Fail's two kinds.
+func (s *Scenarios) hit(length int) (scenario.Scenario, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cur.Fault == scenario.NoFault {
+	if s.cur.Fault == scenario.NoFault || s.cur.MaxEvents > 0 && length > s.cur.MaxEvents {
 		return s.cur, 0
 	}
 	s.acc += s.cur.Share(s.now().Sub(s.since))

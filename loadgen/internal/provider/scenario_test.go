@@ -111,7 +111,7 @@ func TestScenarioHitsExactlyItsShareAndClimbs(t *testing.T) {
 		now = time.Unix(0, 0).Add(st.After)
 		hits := 0
 		for range 10000 {
-			if _, n := s.hit(); n > 0 {
+			if _, n := s.hit(1); n > 0 {
 				hits++
 			}
 		}
@@ -119,10 +119,23 @@ func TestScenarioHitsExactlyItsShareAndClimbs(t *testing.T) {
 			t.Fatalf("step %d (%v): %d hits in 10,000 streams, want %d", i, st.After, hits, want)
 		}
 	}
+	slow, err := scenario.Lookup("slow-first-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.set(slow)
+	for range 1000 {
+		if _, n := s.hit(slow.MaxEvents + 1); n > 0 {
+			t.Fatal("slow-first-token hit a long generation")
+		}
+	}
+	if _, n := s.hit(slow.MaxEvents); n != 0 {
+		t.Fatal("the long generations spared must not count toward the share")
+	}
 	none, _ := scenario.Lookup(scenario.None)
 	s.set(none)
 	for range 10000 {
-		if _, n := s.hit(); n > 0 {
+		if _, n := s.hit(1); n > 0 {
 			t.Fatal("none hit a stream")
 		}
 	}

@@ -43,7 +43,9 @@ type Redactor struct {
 	work    []byte
 	matches []match
 	prev    byte // last byte released, the left context of pending
-	counts  [NumKinds]int
+	// plain says pending holds no byte a match needs (see starters).
+	plain  bool
+	counts [NumKinds]int
 }
 
 type match struct {
@@ -57,6 +59,23 @@ func (r *Redactor) Counts() [NumKinds]int { return r.counts }
 // Redact appends to dst the redacted text that is safe to release once text
 // follows what came before, and holds back the rest.
 func (r *Redactor) Redact(dst, text []byte) []byte {
+	// The common token: no byte a match needs, here or held, so nothing
+	// matches, and the tail to hold starts inside text. Its runs are those
+	// of pending+text, found without joining the two.
+	if r.plain && !mayStart(text) {
+		if h, n := holdRuns(text); h > 0 && n > 0 {
+			h = min(h, numberFrom(text, n))
+			if len(text)-h > MaxHold {
+				h = len(text)
+			}
+			dst = append(append(dst, r.pending...), text[:h]...)
+			if len(r.pending)+h > 0 {
+				r.prev = dst[len(dst)-1]
+			}
+			r.pending = append(r.pending[:0], text[h:]...)
+			return dst
+		}
+	}
 	r.work = append(append(r.work[:0], r.pending...), text...)
 	w := r.work
 	r.matches = scan(r.matches[:0], w, r.prev)
@@ -71,6 +90,7 @@ func (r *Redactor) Redact(dst, text []byte) []byte {
 	}
 	dst = r.release(dst, w[:h])
 	r.pending = append(r.pending[:0], w[h:]...)
+	r.plain = !mayStart(r.pending)
 	return dst
 }
 
@@ -80,7 +100,7 @@ func (r *Redactor) Flush(dst []byte) []byte {
 	r.work = w
 	r.matches = scan(r.matches[:0], w, r.prev)
 	dst = r.release(dst, w)
-	r.pending = r.pending[:0]
+	r.pending, r.plain = r.pending[:0], true
 	return dst
 }
 
@@ -134,18 +154,32 @@ func isNumSep(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '('
 // begins: the trailing run of address or key characters, or the trailing
 // run of a phone or card number, whichever starts earlier.
 func holdStart(w []byte) int {
-	h := len(w)
+	h, n := holdRuns(w)
+	return min(h, numberFrom(w, n))
+}
+
+// holdRuns returns where w's trailing runs begin: of address or key
+// characters (h), and of number characters and separators (n). A run that
+// reaches 0 may go on in what came before w.
+func holdRuns(w []byte) (h, n int) {
+	h = len(w)
 	for h > 0 && (isLocal(w[h-1]) || w[h-1] == '@') {
 		h--
 	}
-	n := len(w)
+	n = len(w)
 	for n > 0 && (isDigit(w[n-1]) || isNumSep(w[n-1]) || w[n-1] == '+') {
 		n--
 	}
+	return h, n
+}
+
+// numberFrom returns where a number may begin in the run from n: a run of
+// separators alone starts none.
+func numberFrom(w []byte, n int) int {
 	for n < len(w) && !numberStart(w[n]) {
 		n++
 	}
-	return min(h, n)
+	return n
 }
 
 func numberStart(c byte) bool { return isDigit(c) || c == '+' || c == '(' }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -24,16 +25,17 @@ type stream struct {
 	texts   []*textStream
 	scanner chunk.Scanner
 	// Reused per event: the texts of a chunk's spans (views of the
-	// payload, or of text for the escaped ones), a redaction, the line out.
-	views          [][]byte
-	text, red, out []byte
-	rel            []byte // a released tail's line
+	// payload, or of text for the escaped ones) and their streams, and a
+	// redaction.
+	views     [][]byte
+	streams   []*textStream
+	text, red []byte
 }
 
 // begin readies a stream whose 200 is sent for forwarding.
 func (s *stream) begin(tr transcript.Transcript) {
 	s.tr = tr
-	s.text, s.red, s.out = make([]byte, 0, 256), make([]byte, 0, 256), make([]byte, 0, 512)
+	s.text, s.red = make([]byte, 0, 256), make([]byte, 0, 256)
 }
 
 // textStream is one text of a response that arrives over many chunks: a
@@ -144,16 +146,20 @@ func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	spans, err := s.scanner.Scan(payload)
 	switch {
 	case err == nil:
-		reason := s.rewrite(payload, spans)
+		reason := s.decode(payload, spans)
 		if reason == "" {
 			// A chunk that ends a choice comes after all its text: what
-			// its other streams still hold goes out first.
+			// its other streams still hold goes out first. Its own are
+			// flushed as it is rewritten, so a tail still joins the text
+			// that follows it.
 			for _, t := range s.texts {
-				if s.scanner.Finished(t.key.Choice) {
+				if s.scanner.Finished(t.key.Choice) && !slices.Contains(s.streams, t) {
 					s.release(out, t)
 				}
 			}
-			s.emit(out, s.out)
+			from := len(out.buf)
+			out.buf = s.rewrite(out.buf, payload, spans)
+			s.emit(out, from)
 			return nil
 		}
 		if reason == reasonTooManyTexts {
@@ -168,8 +174,9 @@ func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	// nothing unparsable carries PII past the gateway.
 	s.acct.repair(reasonInvalidJSON)
 	red, _ := redact.Text(payload)
-	s.out = append(append(s.out[:0], dataPrefix...), red...)
-	s.emit(out, s.out)
+	from := len(out.buf)
+	out.buf = append(append(out.buf, dataPrefix...), red...)
+	s.emit(out, from)
 	return nil
 }
 
@@ -182,19 +189,20 @@ func (u unredactable) Error() string {
 
 var dataPrefix = []byte("data: ")
 
-// rewrite builds in s.out the event line of payload with each text span
-// redacted by its stream, or returns why it could not (a repair reason).
-func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
-	// Decode every span before any redactor sees one, so a chunk given up
-	// half-way leaves no stream holding text that was never forwarded. A
-	// string without escapes is its own text: the common token is not
-	// copied (the line is valid UTF-8 by now, and JSON forbids raw control
-	// characters and quotes in it).
-	s.text, s.views = s.text[:0], s.views[:0]
+// decode finds the text of each span and its stream, or returns why it
+// could not (a repair reason). Every span is decoded before any redactor
+// sees one, so a chunk given up half-way leaves no stream holding text
+// that was never forwarded. A string without escapes is its own text: the
+// common token is not copied (the line is valid UTF-8 by now, and JSON
+// forbids raw control characters and quotes in it).
+func (s *stream) decode(payload []byte, spans []chunk.Span) string {
+	s.text, s.views, s.streams = s.text[:0], s.views[:0], s.streams[:0]
 	for _, sp := range spans {
-		if s.textStream(sp.Key) == nil {
+		t := s.textStream(sp.Key)
+		if t == nil {
 			return reasonTooManyTexts
 		}
+		s.streams = append(s.streams, t)
 		if !sp.Escaped {
 			s.views = append(s.views, payload[sp.Start+1:sp.End-1])
 			continue
@@ -206,14 +214,19 @@ func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
 		}
 		s.views = append(s.views, s.text[from:len(s.text):len(s.text)])
 	}
+	return ""
+}
+
+// rewrite appends to dst the event line of payload with each decoded text
+// redacted by its stream.
+func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 	// Locals, stored once: while the GC marks, every store of a slice into
 	// the stream costs a write barrier, and this runs for every event.
-	out, red := append(s.out[:0], dataPrefix...), s.red
+	out, red := append(dst, dataPrefix...), s.red
 	gen, hit := s.scanner.Shape()
 	last := 0
 	for i, sp := range spans {
-		t := s.textStream(sp.Key)
-		text := s.views[i]
+		t, text := s.streams[i], s.views[i]
 		if len(text) > 0 {
 			s.acct.token()
 		}
@@ -228,8 +241,8 @@ func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
 			t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
 		}
 	}
-	s.out, s.red = append(out, payload[last:]...), red
-	return ""
+	s.red = red
+	return append(out, payload[last:]...)
 }
 
 // flushTail releases every stream's held tail, at the end of the stream.
@@ -254,7 +267,8 @@ func (s *stream) release(out *flusher, t *textStream) {
 		return
 	}
 	meta := sc.Meta()
-	line := append(s.rel[:0], dataPrefix...)
+	from := len(out.buf)
+	line := append(out.buf, dataPrefix...)
 	last, placed := 0, false
 	for i, j := 0, 0; i < len(spans) || j < len(meta); {
 		if j == len(meta) || i < len(spans) && spans[i].Start < meta[j].Start {
@@ -280,14 +294,15 @@ func (s *stream) release(out *flusher, t *textStream) {
 		line = append(append(line, t.tmpl[last:m.Start]...), "null"...)
 		last = m.End
 	}
-	s.rel, s.red = append(line, t.tmpl[last:]...), red
-	s.emit(out, s.rel)
+	out.buf, s.red = append(line, t.tmpl[last:]...), red
+	s.emit(out, from)
 	out.line(nil) // close the event the gateway made
 }
 
-// emit forwards a data line and feeds it to the transcript.
-func (s *stream) emit(out *flusher, line []byte) {
-	transcript.AppendLine(s.tr, line)
-	out.line(line)
+// emit forwards the data line built in out's buffer from from on, and
+// feeds it to the transcript.
+func (s *stream) emit(out *flusher, from int) {
+	transcript.AppendLine(s.tr, out.buf[from:])
+	out.end()
 	s.acct.events++
 }

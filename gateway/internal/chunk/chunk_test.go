@@ -43,6 +43,7 @@ func TestScanFindsEveryTextWithItsStream(t *testing.T) {
 		{`{"choices":[{"index":0,"text":"legacy"}]}`, []want{{`"legacy"`, Key{0, -1, Text}}}},
 		{`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"part"}]}}]}`, []want{{`"part"`, Key{0, -1, Text}}}},
 		{` {"content":"outside"} `, []want{{`"outside"`, Key{-1, -1, Content}}}},
+		{`{"content":"héllo, 世界 🙂"}`, []want{{`"héllo, 世界 🙂"`, Key{-1, -1, Content}}}},
 	}
 	var sc Scanner
 	for _, c := range cases {
@@ -67,17 +68,20 @@ func TestScanRefusesWhatIsNotAnOrdinaryChunk(t *testing.T) {
 		`{"choices":[{"delta":{"content":"unterminated`:                                  openai.ErrBadString,
 		"{\"content\":\"raw\ncontrol\"}":                                                 openai.ErrBadString,
 		`{"content":"bad \x escape"}`:                                                    openai.ErrBadString,
+		"{\"content\":\"cut \xe4\xb8\"}":                                                 ErrBadUTF8,
+		"{\"k\xff\":1}":                                                                  ErrBadUTF8,
+		"{\"a\":1}\xff":                                                                  ErrSyntax,
 		`{"choices":[{"index":-1,"delta":{"content":"x"}}]}`:                             ErrBadIndex,
 		`{"choices":[{"index":1.5,"delta":{"content":"x"}}]}`:                            ErrBadIndex,
 		`{"choices":[{"index":99999999999,"delta":{"content":"x"}}]}`:                    ErrBadIndex,
 		`{"choices":[{"index":"0","delta":{"content":"x"}}]}`:                            ErrSyntax,
 		`{"choices":[{"index":0,"logprobs":{"content":[{"token":"x","bytes":[120]}]}}]}`: ErrUnredactable,
 		`{"choices":[{"index":0,"delta":{"audio":{"transcript":"x"}}}]}`:                 ErrUnredactable,
-		`{"a":1}{"b":2}`: ErrSyntax,
-		`{"a":tru}`:      ErrSyntax,
-		`{"a":01}`:       ErrSyntax,
-		`{"a":[1,]}`:     ErrSyntax,
-		``:               ErrSyntax,
+		`{"a":1}{"b":2}`:                                                                 ErrSyntax,
+		`{"a":tru}`:                                                                      ErrSyntax,
+		`{"a":01}`:                                                                       ErrSyntax,
+		`{"a":[1,]}`:                                                                     ErrSyntax,
+		``:                                                                               ErrSyntax,
 		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1):             ErrTooDeep,
 		`{"choices":[` + strings.Repeat(`{"text":"x"},`, MaxSpans) + `{"text":"x"}]}`: ErrTooMany,
 	} {
@@ -115,6 +119,9 @@ func TestScanShortcutTakesOnlyTheSameShape(t *testing.T) {
 			t.Errorf("Scan(%s) = %v %v (fresh: %v), want %s", payload, got, err, want2, want)
 		}
 		sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"first"}}]}`))
+	}
+	if _, err := sc.Scan([]byte("{\"choices\":[{\"index\":3,\"delta\":{\"content\":\"bad \xff\"}}]}")); !errors.Is(err, ErrBadUTF8) {
+		t.Errorf("the shortcut let invalid UTF-8 through: %v", err)
 	}
 	if _, err := sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"bad \x"}}]}`)); err == nil {
 		t.Error("the shortcut let an invalid escape through")

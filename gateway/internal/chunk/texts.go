@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"unicode/utf8"
 
 	"burnlab/shared/openai"
 )
@@ -66,6 +67,9 @@ var (
 	ErrTooDeep  = errors.New("chunk: nested deeper than MaxDepth")
 	ErrTooMany  = errors.New("chunk: more than MaxSpans text strings")
 	ErrBadIndex = errors.New("chunk: an index that is not a small non-negative integer")
+	// ErrBadUTF8 is a string that is not UTF-8: a client would decode
+	// U+FFFD for it, so the caller repairs the chunk and scans it again.
+	ErrBadUTF8 = errors.New("chunk: invalid UTF-8 in a string")
 	// ErrUnredactable is a choice carrying text in a form no redactor
 	// reads: log probabilities (every token again, as strings and as byte
 	// arrays) or audio. The gateway refuses requests that ask for them.
@@ -73,7 +77,9 @@ var (
 )
 
 // Scanner finds the text strings of chat-completion chunks. It validates
-// the whole document on the way, so a chunk it accepts is JSON, and keys
+// the whole document on the way, so a chunk it accepts is JSON and UTF-8
+// (outside strings JSON is ASCII, and strings are checked as they are
+// scanned, so the caller need not pass over the bytes first), and keys
 // are compared after unescaping: "con\u0074ent" is content to a client, so
 // it is content here. A Scanner reuses its buffers; its zero value is ready.
 type Scanner struct {
@@ -477,9 +483,14 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// special marks the bytes that end a run of plain string content.
+// special marks the bytes that end a run of plain string content: those a
+// string may not hold raw, its quote and backslash, and the first bytes of
+// multi-byte UTF-8, which are checked where they are met.
 var special = func() (t [256]bool) {
 	for c := range 0x20 {
+		t[c] = true
+	}
+	for c := utf8.RuneSelf; c < 256; c++ {
 		t[c] = true
 	}
 	t['"'], t['\\'] = true, true
@@ -496,12 +507,18 @@ func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 		if j == len(b) {
 			break
 		}
-		switch b[j] {
-		case '"':
+		switch c := b[j]; {
+		case c == '"':
 			return j + 1, escaped, nil
-		case '\\':
+		case c == '\\':
 			escaped = true
 			j++
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false, ErrBadUTF8
+			}
+			j += size - 1
 		default:
 			return 0, false, openai.ErrBadString
 		}

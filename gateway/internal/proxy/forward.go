@@ -97,19 +97,16 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 		if err != nil {
 			return err
 		}
-		if !utf8.Valid(line) {
-			s.acct.repair(reasonInvalidUTF8)
-			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+		value, isData := bytes.CutPrefix(line, dataPrefix)
+		if !isData {
+			// A data payload is checked for UTF-8 as it is scanned
+			// (dataEvent): the common line is not passed over twice.
+			if !utf8.Valid(line) {
+				line = s.repairUTF8(line)
+			}
+			value, isData = s.otherLine(out, line)
 		}
-		field, value, isField := bytes.Cut(line, []byte{':'})
-		switch {
-		case len(line) == 0 || line[0] == ':':
-			// An event boundary or a comment (keep-alive): pass through.
-			out.line(line)
-		case !isField:
-			s.acct.repair(reasonMalformed)
-		case string(field) == "data":
-			value = bytes.TrimPrefix(value, []byte{' '})
+		if isData {
 			if string(value) == "[DONE]" {
 				s.flushTail(out)
 				out.line(line)
@@ -119,15 +116,31 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 			if err := s.dataEvent(out, value); err != nil {
 				return err
 			}
-		case string(field) == "event" || string(field) == "id" || string(field) == "retry":
-			out.line(line)
-		default:
-			s.acct.repair(reasonMalformed)
 		}
 		if out.err != nil {
 			return out.err
 		}
 	}
+}
+
+// otherLine forwards or drops a line that does not start "data: ", and
+// returns the value of one that is a data line all the same ("data:x").
+func (s *stream) otherLine(out *flusher, line []byte) (value []byte, isData bool) {
+	field, value, isField := bytes.Cut(line, []byte{':'})
+	switch {
+	case len(line) == 0 || line[0] == ':':
+		// An event boundary or a comment (keep-alive): pass through.
+		out.line(line)
+	case !isField:
+		s.acct.repair(reasonMalformed)
+	case string(field) == "data":
+		return bytes.TrimPrefix(value, []byte{' '}), true
+	case string(field) == "event" || string(field) == "id" || string(field) == "retry":
+		out.line(line)
+	default:
+		s.acct.repair(reasonMalformed)
+	}
+	return nil, false
 }
 
 // dataEvent forwards one data payload with every text in it redacted
@@ -144,6 +157,10 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 // cannot redact what it does not walk.
 func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	spans, err := s.scanner.Scan(payload)
+	if errors.Is(err, chunk.ErrBadUTF8) {
+		payload = s.repairUTF8(payload)
+		spans, err = s.scanner.Scan(payload)
+	}
 	switch {
 	case err == nil:
 		reason := s.decode(payload, spans)
@@ -172,12 +189,22 @@ func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	}
 	// Not JSON, so no client decodes it either: redacted as plain text, so
 	// nothing unparsable carries PII past the gateway.
+	if !utf8.Valid(payload) {
+		payload = s.repairUTF8(payload)
+	}
 	s.acct.repair(reasonInvalidJSON)
 	red, _ := redact.Text(payload)
 	from := len(out.buf)
 	out.buf = append(append(out.buf, dataPrefix...), red...)
 	s.emit(out, from)
 	return nil
+}
+
+// repairUTF8 returns payload with each invalid sequence made U+FFFD, as a
+// client would decode it.
+func (s *stream) repairUTF8(payload []byte) []byte {
+	s.acct.repair(reasonInvalidUTF8)
+	return bytes.ToValidUTF8(payload, []byte("\uFFFD"))
 }
 
 // unredactable ends a stream at a chunk the gateway will not forward.

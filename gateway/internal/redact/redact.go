@@ -58,12 +58,19 @@ func (r *Redactor) Counts() [NumKinds]int { return r.counts }
 
 // Redact appends to dst the redacted text that is safe to release once text
 // follows what came before, and holds back the rest.
+//
+// What it appends is text's own bytes, in order, with matches replaced, and
+// before them what it held: a held tail is ASCII letters, digits and the
+// punctuation of addresses, numbers and keys (a match and the run after
+// it), never a quote, a backslash or a control character, and it never
+// splits a multi-byte character. Text that is its own JSON string content
+// therefore redacts to its own JSON string content.
 func (r *Redactor) Redact(dst, text []byte) []byte {
 	// The common token: no byte a match needs, here or held, so nothing
 	// matches, and the tail to hold starts inside text. Its runs are those
 	// of pending+text, found without joining the two.
-	if r.plain && !mayStart(text) {
-		if h, n := holdRuns(text); h > 0 && n > 0 {
+	if r.plain {
+		if starts, h, n := runs(text); !starts && h > 0 && n > 0 {
 			h = min(h, numberFrom(text, n))
 			if len(text)-h > MaxHold {
 				h = len(text)
@@ -139,38 +146,71 @@ func Text(text []byte) ([]byte, [NumKinds]int) {
 	return out, r.counts
 }
 
-func isAlnum(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-}
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-func isLocal(c byte) bool {
-	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
-}
-func isDomain(c byte) bool { return isAlnum(c) || c == '.' || c == '-' }
-func isKey(c byte) bool    { return isAlnum(c) || c == '_' || c == '-' }
-func isNumSep(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' }
+// Byte classes, so each test the redactor makes on every byte of every
+// token is one table load.
+const (
+	clAlnum   = 1 << iota
+	clDigit   // 0-9
+	clLocal   // an address's local part
+	clDomain  // an address's domain
+	clKey     // an API key after "sk-"
+	clNumSep  // a separator inside a phone or card number
+	clStarter // a byte no match is without (starters)
+)
+
+var class = func() (t [256]uint8) {
+	for c := range 256 {
+		b := byte(c)
+		alnum := '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+		set := func(bit uint8, on bool) {
+			if on {
+				t[c] |= bit
+			}
+		}
+		set(clAlnum, alnum)
+		set(clDigit, '0' <= b && b <= '9')
+		set(clLocal, alnum || b == '.' || b == '_' || b == '%' || b == '+' || b == '-')
+		set(clDomain, alnum || b == '.' || b == '-')
+		set(clKey, alnum || b == '_' || b == '-')
+		set(clNumSep, b == ' ' || b == '-' || b == '.' || b == '(' || b == ')')
+		// Every address has an '@', every number a digit, every key "sk-".
+		set(clStarter, '0' <= b && b <= '9' || b == '@' || b == '-')
+	}
+	return t
+}()
+
+func isAlnum(c byte) bool  { return class[c]&clAlnum != 0 }
+func isDigit(c byte) bool  { return class[c]&clDigit != 0 }
+func isLocal(c byte) bool  { return class[c]&clLocal != 0 }
+func isDomain(c byte) bool { return class[c]&clDomain != 0 }
+func isKey(c byte) bool    { return class[c]&clKey != 0 }
+func isNumSep(c byte) bool { return class[c]&clNumSep != 0 }
 
 // holdStart returns where the tail that could still grow into a match
 // begins: the trailing run of address or key characters, or the trailing
 // run of a phone or card number, whichever starts earlier.
 func holdStart(w []byte) int {
-	h, n := holdRuns(w)
+	_, h, n := runs(w)
 	return min(h, numberFrom(w, n))
 }
 
-// holdRuns returns where w's trailing runs begin: of address or key
+// runs looks at w in one pass: whether it holds a byte a match needs
+// (mayStart), and where its trailing runs begin — of address or key
 // characters (h), and of number characters and separators (n). A run that
 // reaches 0 may go on in what came before w.
-func holdRuns(w []byte) (h, n int) {
-	h = len(w)
-	for h > 0 && (isLocal(w[h-1]) || w[h-1] == '@') {
-		h--
+func runs(w []byte) (starts bool, h, n int) {
+	var seen uint8
+	for i, c := range w {
+		k := class[c]
+		seen |= k
+		if k&clLocal == 0 && c != '@' {
+			h = i + 1
+		}
+		if k&(clDigit|clNumSep) == 0 && c != '+' {
+			n = i + 1
+		}
 	}
-	n = len(w)
-	for n > 0 && (isDigit(w[n-1]) || isNumSep(w[n-1]) || w[n-1] == '+') {
-		n--
-	}
-	return h, n
+	return seen&clStarter != 0, h, n
 }
 
 // numberFrom returns where a number may begin in the run from n: a run of
@@ -184,20 +224,11 @@ func numberFrom(w []byte, n int) int {
 
 func numberStart(c byte) bool { return isDigit(c) || c == '+' || c == '(' }
 
-// starters are the bytes without which w holds no match: every address has
-// an '@', every number a digit, every key "sk-".
-var starters = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	t['@'], t['-'] = true, true
-	return t
-}()
-
-// mayStart is the fast path of the common token, which holds none of them.
+// mayStart is the fast path of the common token, which holds no byte a
+// match needs.
 func mayStart(w []byte) bool {
 	for _, c := range w {
-		if starters[c] {
+		if class[c]&clStarter != 0 {
 			return true
 		}
 	}

@@ -149,7 +149,9 @@ type where struct {
 func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 	if sp, ok := s.sameShape(payload); ok {
 		s.spans, s.hit = append(s.spans[:0], sp), true
-		s.finished = append(s.finished[:0], s.shapeFinish...)
+		if len(s.finished)+len(s.shapeFinish) > 0 {
+			s.finished = append(s.finished[:0], s.shapeFinish...)
+		}
 		return s.spans, nil
 	}
 	s.gen, s.hit, s.shaped = s.gen+1, false, false

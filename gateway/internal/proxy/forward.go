@@ -24,12 +24,19 @@ type stream struct {
 	// hold-back state, in order of first appearance.
 	texts   []*textStream
 	scanner chunk.Scanner
-	// Reused per event: the texts of a chunk's spans (views of the
-	// payload, or of text for the escaped ones) and their streams, and a
-	// redaction.
-	views     [][]byte
-	streams   []*textStream
+	// Reused per event: each span's stream and, for the escaped ones, its
+	// text decoded in text; a redaction. No pointers, so filling them
+	// costs no write barriers while the GC marks.
+	decoded   []decoded
 	text, red []byte
+}
+
+// decoded is a span of the current chunk made ready to redact: its stream,
+// an index into texts, and where its text is: text[from:to] when the
+// string has escapes, else between the span's quotes in the payload.
+type decoded struct {
+	stream   int
+	from, to int
 }
 
 // begin readies a stream whose 200 is sent for forwarding.
@@ -57,19 +64,19 @@ type textStream struct {
 // choices × their fields and tool calls).
 const maxTextStreams = 64
 
-// textStream finds or opens the stream of key; nil past maxTextStreams.
-func (s *stream) textStream(key chunk.Key) *textStream {
-	for _, t := range s.texts {
+// textStream finds or opens the stream of key, as an index into s.texts;
+// -1 past maxTextStreams.
+func (s *stream) textStream(key chunk.Key) int {
+	for i, t := range s.texts {
 		if t.key == key {
-			return t
+			return i
 		}
 	}
 	if len(s.texts) == maxTextStreams {
-		return nil
+		return -1
 	}
-	t := &textStream{key: key}
-	s.texts = append(s.texts, t)
-	return t
+	s.texts = append(s.texts, &textStream{key: key})
+	return len(s.texts) - 1
 }
 
 // redactions adds up what every text stream redacted.
@@ -97,25 +104,24 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 		if err != nil {
 			return err
 		}
-		value, isData := bytes.CutPrefix(line, dataPrefix)
-		if !isData {
+		done := false
+		switch value, isData := bytes.CutPrefix(line, dataPrefix); {
+		case len(line) == 0:
+			out.end() // the end of an event: every other line
+		case isData:
+			done, err = s.data(out, line, value)
+		default:
 			// A data payload is checked for UTF-8 as it is scanned
 			// (dataEvent): the common line is not passed over twice.
 			if !utf8.Valid(line) {
 				line = s.repairUTF8(line)
 			}
-			value, isData = s.otherLine(out, line)
+			if value, isData = s.otherLine(out, line); isData {
+				done, err = s.data(out, line, value)
+			}
 		}
-		if isData {
-			if string(value) == "[DONE]" {
-				s.flushTail(out)
-				out.line(line)
-				out.line(nil)
-				return out.flush()
-			}
-			if err := s.dataEvent(out, value); err != nil {
-				return err
-			}
+		if done || err != nil {
+			return err
 		}
 		if out.err != nil {
 			return out.err
@@ -123,13 +129,26 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 	}
 }
 
-// otherLine forwards or drops a line that does not start "data: ", and
-// returns the value of one that is a data line all the same ("data:x").
+// data forwards a data line; done is true once it was [DONE] and the
+// stream is flushed.
+func (s *stream) data(out *flusher, line, value []byte) (done bool, err error) {
+	if string(value) == "[DONE]" {
+		s.flushTail(out)
+		out.line(line)
+		out.line(nil)
+		return true, out.flush()
+	}
+	return false, s.dataEvent(out, value)
+}
+
+// otherLine forwards or drops a line, not empty, that does not start
+// "data: ", and returns the value of one that is a data line all the same
+// ("data:x").
 func (s *stream) otherLine(out *flusher, line []byte) (value []byte, isData bool) {
 	field, value, isField := bytes.Cut(line, []byte{':'})
 	switch {
-	case len(line) == 0 || line[0] == ':':
-		// An event boundary or a comment (keep-alive): pass through.
+	case line[0] == ':':
+		// A comment (keep-alive): pass through.
 		out.line(line)
 	case !isField:
 		s.acct.repair(reasonMalformed)
@@ -157,7 +176,7 @@ func (s *stream) otherLine(out *flusher, line []byte) (value []byte, isData bool
 // cannot redact what it does not walk.
 func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	spans, err := s.scanner.Scan(payload)
-	if errors.Is(err, chunk.ErrBadUTF8) {
+	if err != nil && errors.Is(err, chunk.ErrBadUTF8) {
 		payload = s.repairUTF8(payload)
 		spans, err = s.scanner.Scan(payload)
 	}
@@ -169,8 +188,8 @@ func (s *stream) dataEvent(out *flusher, payload []byte) error {
 			// its other streams still hold goes out first. Its own are
 			// flushed as it is rewritten, so a tail still joins the text
 			// that follows it.
-			for _, t := range s.texts {
-				if s.scanner.Finished(t.key.Choice) && !slices.Contains(s.streams, t) {
+			for i, t := range s.texts {
+				if s.scanner.Finished(t.key.Choice) && !slices.ContainsFunc(s.decoded, func(d decoded) bool { return d.stream == i }) {
 					s.release(out, t)
 				}
 			}
@@ -216,53 +235,72 @@ func (u unredactable) Error() string {
 
 var dataPrefix = []byte("data: ")
 
-// decode finds the text of each span and its stream, or returns why it
-// could not (a repair reason). Every span is decoded before any redactor
-// sees one, so a chunk given up half-way leaves no stream holding text
-// that was never forwarded. A string without escapes is its own text: the
-// common token is not copied (the line is valid UTF-8 by now, and JSON
-// forbids raw control characters and quotes in it).
+// decode finds the stream of each span and decodes the strings with
+// escapes, or returns why it could not (a repair reason). Every span is
+// decoded before any redactor sees one, so a chunk given up half-way
+// leaves no stream holding text that was never forwarded. A string without
+// escapes is its own text: the common token is not copied.
 func (s *stream) decode(payload []byte, spans []chunk.Span) string {
-	s.text, s.views, s.streams = s.text[:0], s.views[:0], s.streams[:0]
-	for _, sp := range spans {
-		t := s.textStream(sp.Key)
-		if t == nil {
+	s.text, s.decoded = s.text[:0], s.decoded[:0]
+	for i := range spans {
+		sp := &spans[i]
+		d := decoded{stream: s.textStream(sp.Key), from: -1}
+		if d.stream < 0 {
 			return reasonTooManyTexts
 		}
-		s.streams = append(s.streams, t)
-		if !sp.Escaped {
-			s.views = append(s.views, payload[sp.Start+1:sp.End-1])
-			continue
+		if sp.Escaped {
+			d.from = len(s.text)
+			var err error
+			if s.text, err = openai.AppendUnquote(s.text, payload[sp.Start:sp.End]); err != nil {
+				return reasonInvalidJSON
+			}
+			d.to = len(s.text)
 		}
-		from := len(s.text)
-		var err error
-		if s.text, err = openai.AppendUnquote(s.text, payload[sp.Start:sp.End]); err != nil {
-			return reasonInvalidJSON
-		}
-		s.views = append(s.views, s.text[from:len(s.text):len(s.text)])
+		s.decoded = append(s.decoded, d)
 	}
 	return ""
 }
 
 // rewrite appends to dst the event line of payload with each decoded text
 // redacted by its stream.
+//
+// A string without escapes is redacted straight into the line, neither
+// unquoted nor quoted again: the scanner found it valid UTF-8 with no quote,
+// backslash or control character, and what a redactor releases is such a
+// text's own bytes, replacements, and tails it held, which are never any
+// of those (redact.Redactor) — so it is its own JSON.
 func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 	// Locals, stored once: while the GC marks, every store of a slice into
 	// the stream costs a write barrier, and this runs for every event.
 	out, red := append(dst, dataPrefix...), s.red
 	gen, hit := s.scanner.Shape()
 	last := 0
-	for i, sp := range spans {
-		t, text := s.streams[i], s.views[i]
+	for i := range spans {
+		sp, d := &spans[i], s.decoded[i]
+		t := s.texts[d.stream]
+		text := payload[sp.Start+1 : sp.End-1]
+		if d.from >= 0 {
+			text = s.text[d.from:d.to]
+		}
 		if len(text) > 0 {
 			s.acct.token()
 		}
-		red = t.red.Redact(red[:0], text)
-		if s.scanner.Finished(sp.Key.Choice) {
-			red = t.red.Flush(red) // its last text: nothing more can join it
+		finished := s.scanner.Finished(sp.Key.Choice)
+		if d.from < 0 {
+			out = append(out, payload[last:sp.Start+1]...)
+			out = t.red.Redact(out, text)
+			if finished {
+				out = t.red.Flush(out) // its last text: nothing more can join it
+			}
+			out = append(out, '"')
+		} else {
+			red = t.red.Redact(red[:0], text)
+			if finished {
+				red = t.red.Flush(red)
+			}
+			out = append(out, payload[last:sp.Start]...)
+			out = openai.AppendQuote(out, red)
 		}
-		out = append(out, payload[last:sp.Start]...)
-		out = openai.AppendQuote(out, red)
 		last = sp.End
 		if t.red.Pending() && !(hit && t.tmplGen == gen) {
 			t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen

@@ -123,6 +123,11 @@ func TestScanShortcutTakesOnlyTheSameShape(t *testing.T) {
 	if _, err := sc.Scan([]byte("{\"choices\":[{\"index\":3,\"delta\":{\"content\":\"bad \xff\"}}]}")); !errors.Is(err, ErrBadUTF8) {
 		t.Errorf("the shortcut let invalid UTF-8 through: %v", err)
 	}
+	// Its bytes between head and tail must be one whole string.
+	sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"first"}}]}`))
+	if sp, err := sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"open}}]}`)); err == nil {
+		t.Errorf("the shortcut took an unterminated string: %v", sp)
+	}
 	if _, err := sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"bad \x"}}]}`)); err == nil {
 		t.Error("the shortcut let an invalid escape through")
 	}

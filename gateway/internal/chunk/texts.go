@@ -200,15 +200,23 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 // sameShape finds the one text of a payload in the last chunk's shape.
 func (s *Scanner) sameShape(payload []byte) (Span, bool) {
 	start, end := len(s.head), len(payload)-len(s.tail)
-	if !s.shaped || end-start < 2 || payload[start] != '"' ||
+	if !s.shaped || end-start < 2 || payload[start] != '"' || payload[end-1] != '"' ||
 		!bytes.Equal(payload[:start], s.head) || !bytes.Equal(payload[end:], s.tail) {
 		return Span{}, false
 	}
-	e, escaped, err := stringEndChecked(payload, start)
-	if err != nil || e != end {
-		return Span{}, false
+	sp := Span{Start: start, End: end, Key: s.shape}
+	// Most tokens are plain ASCII: no byte of theirs needs a closer look.
+	for _, c := range payload[start+1 : end-1] {
+		if special[c] {
+			e, escaped, err := stringEndChecked(payload, start)
+			if err != nil || e != end {
+				return Span{}, false
+			}
+			sp.Escaped = escaped
+			break
+		}
 	}
-	return Span{Start: start, End: end, Key: s.shape, Escaped: escaped}, true
+	return sp, true
 }
 
 func orPosition(index, ordinal int) int {

@@ -123,6 +123,9 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 		if done || err != nil {
 			return err
 		}
+		if rd.SkipEmpty() {
+			out.end() // the end of the event, without a read of its own
+		}
 		if out.err != nil {
 			return out.err
 		}

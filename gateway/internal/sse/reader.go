@@ -79,7 +79,7 @@ func (r *Reader) ReadLine() ([]byte, error) {
 				r.long, long = append(r.long, r.buf...), true
 				r.w = 0
 				if len(r.long) > r.max {
-					return nil, fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.max)
+					return nil, r.tooLong()
 				}
 			} else {
 				r.w = copy(r.buf, r.buf[r.r:r.w])
@@ -117,9 +117,34 @@ func (r *Reader) trim(line []byte) ([]byte, error) {
 		line = line[:n-1]
 	}
 	if len(line) > r.max {
-		return nil, fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.max)
+		return nil, r.tooLong()
 	}
 	return line, nil
+}
+
+// tooLong is out of line, so trim is small enough to inline.
+func (r *Reader) tooLong() error { return fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.max) }
+
+// SkipEmpty consumes the next line if it is empty and already buffered, and
+// reports whether it did: the blank line that ends every event is taken
+// without a ReadLine of its own.
+func (r *Reader) SkipEmpty() bool {
+	if r.next > 0 {
+		if r.next == 1 || r.next == 2 && r.buf[r.r] == '\r' {
+			r.r, r.next = r.r+r.next, 0
+			return true
+		}
+		return false
+	}
+	switch {
+	case r.r < r.w && r.buf[r.r] == '\n':
+		r.r++
+		return true
+	case r.r+1 < r.w && r.buf[r.r] == '\r' && r.buf[r.r+1] == '\n':
+		r.r += 2
+		return true
+	}
+	return false
 }
 
 // Buffered reports whether the next ReadLine can be answered without reading

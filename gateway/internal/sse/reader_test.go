@@ -128,7 +128,8 @@ func abs(n int) int {
 // FuzzBufferedReadsTheSameLines holds the reader to one answer whether or
 // not Buffered looked ahead before each ReadLine: Buffered remembers the
 // line it found and ReadLine takes it, so the two paths must agree, and
-// Buffered must say true only when the line is already in memory.
+// Buffered must say true only when the line is already in memory. SkipEmpty
+// may take only an empty line, and only one already in memory.
 func FuzzBufferedReadsTheSameLines(f *testing.F) {
 	f.Add([]byte("data: {\"a\":1}\n\ndata: [DONE]\n\n"), 8, uint64(0b1011))
 	f.Add([]byte("x\r\n\r\r\n\n"+strings.Repeat("q", 300)+"\nend"), 3, uint64(0xffff))
@@ -143,6 +144,17 @@ func FuzzBufferedReadsTheSameLines(f *testing.F) {
 				before := reads
 				if peeking.Buffered() && reads != before {
 					t.Fatal("Buffered read from the source")
+				}
+			}
+			if look&(1<<((i+32)%64)) != 0 {
+				before := reads
+				if peeking.SkipEmpty() {
+					if want, err := plain.ReadLine(); err != nil || len(want) > 0 {
+						t.Fatalf("line %d: SkipEmpty skipped %q, %v", i, want, err)
+					}
+				}
+				if reads != before {
+					t.Fatal("SkipEmpty read from the source")
 				}
 			}
 			want, werr := plain.ReadLine()

@@ -1,11 +1,13 @@
 package chunk
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"burnlab/shared/openai"
 )
@@ -74,14 +76,15 @@ func TestScanRefusesWhatIsNotAnOrdinaryChunk(t *testing.T) {
 		`{"choices":[{"index":-1,"delta":{"content":"x"}}]}`:                             ErrBadIndex,
 		`{"choices":[{"index":1.5,"delta":{"content":"x"}}]}`:                            ErrBadIndex,
 		`{"choices":[{"index":99999999999,"delta":{"content":"x"}}]}`:                    ErrBadIndex,
-		`{"choices":[{"index":"0","delta":{"content":"x"}}]}`:                            ErrSyntax,
+		`{"choices":[{"index":"0","delta":{"content":"x"}}]}`:                            ErrBadIndex,
+		`{"choices":[{"index":tru,"delta":{"content":"x"}}]}`:                            ErrSyntax,
 		`{"choices":[{"index":0,"logprobs":{"content":[{"token":"x","bytes":[120]}]}}]}`: ErrUnredactable,
 		`{"choices":[{"index":0,"delta":{"audio":{"transcript":"x"}}}]}`:                 ErrUnredactable,
-		`{"a":1}{"b":2}`:                                                                 ErrSyntax,
-		`{"a":tru}`:                                                                      ErrSyntax,
-		`{"a":01}`:                                                                       ErrSyntax,
-		`{"a":[1,]}`:                                                                     ErrSyntax,
-		``:                                                                               ErrSyntax,
+		`{"a":1}{"b":2}`: ErrSyntax,
+		`{"a":tru}`:      ErrSyntax,
+		`{"a":01}`:       ErrSyntax,
+		`{"a":[1,]}`:     ErrSyntax,
+		``:               ErrSyntax,
 		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1):             ErrTooDeep,
 		`{"choices":[` + strings.Repeat(`{"text":"x"},`, MaxSpans) + `{"text":"x"}]}`: ErrTooMany,
 	} {
@@ -165,6 +168,19 @@ func FuzzScan(f *testing.F) {
 		switch {
 		case errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrBadIndex) || errors.Is(err, ErrUnredactable):
 			return // limits of an ordinary chunk, not JSON's
+		case errors.Is(err, ErrBadUTF8):
+			// encoding/json takes invalid UTF-8 in a string for U+FFFD;
+			// the gateway repairs it so, and the repair must scan as JSON
+			// did.
+			if utf8.Valid(payload) {
+				t.Fatalf("Scan(%q) called valid UTF-8 invalid", payload)
+			}
+			repaired := bytes.ToValidUTF8(payload, []byte("\uFFFD"))
+			if _, err := sc.Scan(repaired); (err == nil) != valid && !errors.Is(err, ErrTooDeep) && !errors.Is(err, ErrTooMany) &&
+				!errors.Is(err, ErrBadIndex) && !errors.Is(err, ErrUnredactable) {
+				t.Fatalf("repaired %q: Scan says %v, json.Valid of the original %v", repaired, err, valid)
+			}
+			return
 		case err == nil && !valid:
 			t.Fatalf("Scan accepted invalid JSON %q", payload)
 		case err != nil && valid:

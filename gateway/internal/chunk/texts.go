@@ -332,6 +332,14 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 		return end, nil
 	case (at.role == roleChoice || at.role == roleTool) && string(key) == "index":
 		n, end, err := smallInt(s.p, i)
+		if errors.Is(err, ErrSyntax) {
+			// Not a number, but maybe JSON all the same ("0", {}): a
+			// document a client decodes, with an index it cannot use.
+			if _, err := s.value(i, depth, inner); err != nil {
+				return 0, err
+			}
+			return 0, ErrBadIndex
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -522,7 +530,9 @@ func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 			return j + 1, escaped, nil
 		case c == '\\':
 			escaped = true
-			j++
+			if j++; j < len(b) && b[j] >= utf8.RuneSelf {
+				return 0, false, openai.ErrBadString // no escape is one
+			}
 		case c >= utf8.RuneSelf:
 			r, size := utf8.DecodeRune(b[j:])
 			if r == utf8.RuneError && size == 1 {

@@ -120,6 +120,9 @@ func (s *Scanner) Meta() []Span { return s.meta }
 // finish_reason for it other than null.
 func (s *Scanner) Finished(choice int) bool { return slices.Contains(s.finished, choice) }
 
+// Finishing says whether the last chunk scanned ends any choice.
+func (s *Scanner) Finishing() bool { return len(s.finished) > 0 }
+
 // Shape says whether the last Scan found its chunk in the shape of the
 // last walked one, and which walk that was: two chunks with the same gen
 // and hit both true have the same bytes outside their one text.

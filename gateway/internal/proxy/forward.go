@@ -29,6 +29,10 @@ type stream struct {
 	// costs no write barriers while the GC marks.
 	decoded   []decoded
 	text, red []byte
+	// The stream of the text in the chunks of the scanner's shape gen,
+	// for token.
+	tokenStream int
+	tokenGen    uint64
 }
 
 // decoded is a span of the current chunk made ready to redact: its stream,
@@ -185,6 +189,9 @@ func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	}
 	switch {
 	case err == nil:
+		if s.token(out, payload, spans) {
+			return nil
+		}
 		reason := s.decode(payload, spans)
 		if reason == "" {
 			// A chunk that ends a choice comes after all its text: what
@@ -276,27 +283,18 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 	// Locals, stored once: while the GC marks, every store of a slice into
 	// the stream costs a write barrier, and this runs for every event.
 	out, red := append(dst, dataPrefix...), s.red
-	gen, hit := s.scanner.Shape()
 	last := 0
 	for i := range spans {
 		sp, d := &spans[i], s.decoded[i]
 		t := s.texts[d.stream]
-		text := payload[sp.Start+1 : sp.End-1]
-		if d.from >= 0 {
-			text = s.text[d.from:d.to]
-		}
-		if len(text) > 0 {
-			s.acct.token()
-		}
 		finished := s.scanner.Finished(sp.Key.Choice)
 		if d.from < 0 {
-			out = append(out, payload[last:sp.Start+1]...)
-			out = t.red.Redact(out, text)
-			if finished {
-				out = t.red.Flush(out) // its last text: nothing more can join it
-			}
-			out = append(out, '"')
+			out = s.plain(out, payload, last, sp, t, finished)
 		} else {
+			text := s.text[d.from:d.to]
+			if len(text) > 0 {
+				s.acct.token()
+			}
 			red = t.red.Redact(red[:0], text)
 			if finished {
 				red = t.red.Flush(red)
@@ -305,12 +303,58 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 			out = openai.AppendQuote(out, red)
 		}
 		last = sp.End
-		if t.red.Pending() && !(hit && t.tmplGen == gen) {
-			t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
-		}
+		s.keepShape(t, payload)
 	}
 	s.red = red
 	return append(out, payload[last:]...)
+}
+
+// plain appends payload from last through the string of sp, a string
+// without escapes, its text redacted by t straight into the line.
+func (s *stream) plain(out, payload []byte, last int, sp *chunk.Span, t *textStream, finished bool) []byte {
+	text := payload[sp.Start+1 : sp.End-1]
+	if len(text) > 0 {
+		s.acct.token()
+	}
+	out = append(out, payload[last:sp.Start+1]...)
+	out = t.red.Redact(out, text)
+	if finished {
+		out = t.red.Flush(out) // its last text: nothing more can join it
+	}
+	return append(out, '"')
+}
+
+// keepShape keeps payload as t's template for its final release while t
+// holds text back, unless the template is a chunk of the same shape.
+func (s *stream) keepShape(t *textStream, payload []byte) {
+	if gen, hit := s.scanner.Shape(); t.red.Pending() && !(hit && t.tmplGen == gen) {
+		t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
+	}
+}
+
+// token forwards the chunk nearly every event is, if this is one: in the
+// shape of the last chunk walked, with one text, without escapes, and no
+// finish reason (so no other stream is released before it). It reports false, having done nothing, for any other.
+func (s *stream) token(out *flusher, payload []byte, spans []chunk.Span) bool {
+	gen, hit := s.scanner.Shape()
+	if !hit || len(spans) != 1 || spans[0].Escaped || s.scanner.Finishing() {
+		return false
+	}
+	sp := &spans[0]
+	if s.tokenGen != gen {
+		i := s.textStream(sp.Key)
+		if i < 0 {
+			return false
+		}
+		s.tokenStream, s.tokenGen = i, gen
+	}
+	t := s.texts[s.tokenStream]
+	from := len(out.buf)
+	line := s.plain(append(out.buf, dataPrefix...), payload, 0, sp, t, false)
+	out.buf = append(line, payload[sp.End:]...)
+	s.keepShape(t, payload)
+	s.emit(out, from)
+	return true
 }
 
 // flushTail releases every stream's held tail, at the end of the stream.

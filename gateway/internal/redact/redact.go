@@ -156,13 +156,15 @@ const (
 	clKey     // an API key after "sk-"
 	clNumSep  // a separator inside a phone or card number
 	clStarter // a byte no match is without (starters)
+	clHeldA   // of the run held back as a possible address or key
+	clHeldN   // of the run held back as a possible number
 )
 
-var class = func() (t [256]uint8) {
+var class = func() (t [256]uint16) {
 	for c := range 256 {
 		b := byte(c)
 		alnum := '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
-		set := func(bit uint8, on bool) {
+		set := func(bit uint16, on bool) {
 			if on {
 				t[c] |= bit
 			}
@@ -175,6 +177,8 @@ var class = func() (t [256]uint8) {
 		set(clNumSep, b == ' ' || b == '-' || b == '.' || b == '(' || b == ')')
 		// Every address has an '@', every number a digit, every key "sk-".
 		set(clStarter, '0' <= b && b <= '9' || b == '@' || b == '-')
+		set(clHeldA, t[c]&clLocal != 0 || b == '@')
+		set(clHeldN, t[c]&(clDigit|clNumSep) != 0 || b == '+')
 	}
 	return t
 }()
@@ -199,14 +203,14 @@ func holdStart(w []byte) int {
 // characters (h), and of number characters and separators (n). A run that
 // reaches 0 may go on in what came before w.
 func runs(w []byte) (starts bool, h, n int) {
-	var seen uint8
+	var seen uint16
 	for i, c := range w {
 		k := class[c]
 		seen |= k
-		if k&clLocal == 0 && c != '@' {
+		if k&clHeldA == 0 {
 			h = i + 1
 		}
-		if k&(clDigit|clNumSep) == 0 && c != '+' {
+		if k&clHeldN == 0 {
 			n = i + 1
 		}
 	}

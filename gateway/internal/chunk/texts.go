@@ -97,7 +97,6 @@ type Scanner struct {
 	// leave the parser in the same place, the bytes after it take it to
 	// the same end — so it needs no walk.
 	head, tail []byte
-	shape      Key
 	shaped     bool
 	// gen counts full walks; hit says the last Scan took the shortcut.
 	gen uint64
@@ -105,10 +104,10 @@ type Scanner struct {
 
 	// meta are the values a chunk says once per stream, or once per
 	// choice: finish_reason, usage, and a tool call's id, type and name.
-	// finished are the choices whose finish_reason is not null, for this
-	// chunk and for the shape.
-	meta                  []Span
-	finished, shapeFinish []int
+	// finished are the choices whose finish_reason is not null, in this
+	// chunk (one in the shape has those of the walk that set it).
+	meta     []Span
+	finished []int
 }
 
 // Meta returns the metadata values of the last chunk walked in full (not
@@ -150,11 +149,8 @@ type where struct {
 // Scan returns the text strings of payload in document order. The slice is
 // the Scanner's, valid until the next Scan.
 func (s *Scanner) Scan(payload []byte) ([]Span, error) {
-	if sp, ok := s.sameShape(payload); ok {
-		s.spans, s.hit = append(s.spans[:0], sp), true
-		if len(s.finished)+len(s.shapeFinish) > 0 {
-			s.finished = append(s.finished[:0], s.shapeFinish...)
-		}
+	if s.shaped && s.sameShape(payload) {
+		s.hit = true
 		return s.spans, nil
 	}
 	s.gen, s.hit, s.shaped = s.gen+1, false, false
@@ -191,35 +187,36 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 		}
 	}
 	if s.shaped = len(s.spans) == 1; s.shaped {
-		s.shapeFinish = append(s.shapeFinish[:0], s.finished...)
 		sp := s.spans[0]
 		s.head = append(s.head[:0], payload[:sp.Start]...)
 		s.tail = append(s.tail[:0], payload[sp.End:]...)
-		s.shape = sp.Key
 	}
 	return s.spans, nil
 }
 
-// sameShape finds the one text of a payload in the last chunk's shape.
-func (s *Scanner) sameShape(payload []byte) (Span, bool) {
+// sameShape takes a payload in the last walked chunk's shape: its spans
+// and finished choices are the walk's, all but where its one text ends and
+// whether that has escapes, set in s.spans[0].
+func (s *Scanner) sameShape(payload []byte) bool {
 	start, end := len(s.head), len(payload)-len(s.tail)
-	if !s.shaped || end-start < 2 || payload[start] != '"' || payload[end-1] != '"' ||
+	if end-start < 2 || payload[start] != '"' || payload[end-1] != '"' ||
 		!bytes.Equal(payload[:start], s.head) || !bytes.Equal(payload[end:], s.tail) {
-		return Span{}, false
+		return false
 	}
-	sp := Span{Start: start, End: end, Key: s.shape}
+	escaped := false
 	// Most tokens are plain ASCII: no byte of theirs needs a closer look.
 	for _, c := range payload[start+1 : end-1] {
 		if special[c] {
-			e, escaped, err := stringEndChecked(payload, start)
+			e, esc, err := stringEndChecked(payload, start)
 			if err != nil || e != end {
-				return Span{}, false
+				return false
 			}
-			sp.Escaped = escaped
+			escaped = esc
 			break
 		}
 	}
-	return sp, true
+	s.spans[0].End, s.spans[0].Escaped = end, escaped
+	return true
 }
 
 func orPosition(index, ordinal int) int {

@@ -79,7 +79,7 @@ func (r *Redactor) Redact(dst, text []byte) []byte {
 			if len(r.pending)+h > 0 {
 				r.prev = dst[len(dst)-1]
 			}
-			r.pending = append(r.pending[:0], text[h:]...)
+			r.hold(text[h:])
 			return dst
 		}
 	}
@@ -96,9 +96,20 @@ func (r *Redactor) Redact(dst, text []byte) []byte {
 		}
 	}
 	dst = r.release(dst, w[:h])
-	r.pending = append(r.pending[:0], w[h:]...)
+	r.hold(w[h:])
 	r.plain = !mayStart(r.pending)
 	return dst
+}
+
+// hold keeps tail as the pending text. Within its capacity only the
+// length is stored, not a new slice: a pointer store costs a write barrier
+// while the GC marks, and this runs for every token.
+func (r *Redactor) hold(tail []byte) {
+	if len(tail) > cap(r.pending) {
+		r.pending = make([]byte, len(tail), max(2*len(tail), 32))
+	}
+	r.pending = r.pending[:len(tail)]
+	copy(r.pending, tail)
 }
 
 // Flush appends the held tail, redacted, at the end of the stream.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -27,8 +28,16 @@ type flusher struct {
 // for the flush: the write size of a long burst.
 const writeAt = 32 << 10
 
+// bufferSize leaves room for the line that crosses writeAt.
+const bufferSize = writeAt + 4<<10
+
+// writeBuffers keep the buffers of flushers that are done for the next
+// stream's (see readBuffers).
+var writeBuffers = sync.Pool{New: func() any { return new([bufferSize]byte) }}
+
 func newFlusher(w http.ResponseWriter, timeout time.Duration) *flusher {
-	return &flusher{w: w, rc: http.NewResponseController(w), buf: make([]byte, 0, writeAt+4<<10), timeout: timeout}
+	buf := writeBuffers.Get().(*[bufferSize]byte)
+	return &flusher{w: w, rc: http.NewResponseController(w), buf: buf[:0], timeout: timeout}
 }
 
 // line buffers b and a newline; the first error sticks and is reported by
@@ -56,14 +65,20 @@ func (f *flusher) write() {
 	f.buf = f.buf[:0]
 	if cap(f.buf) > 4*writeAt {
 		// A long line grew it: it is not kept for the rest of the stream.
-		f.buf = make([]byte, 0, writeAt+4<<10)
+		f.buf = writeBuffers.Get().(*[bufferSize]byte)[:0]
 	}
 }
 
 // done lifts the write deadline, which a kept-alive connection must not
-// inherit. It can only fail on a connection already gone, with no one left
-// to tell.
-func (f *flusher) done() { _ = f.rc.SetWriteDeadline(time.Time{}) }
+// inherit, and hands the buffer on; the flusher is not used after. Lifting
+// can only fail on a connection already gone, with no one left to tell.
+func (f *flusher) done() {
+	_ = f.rc.SetWriteDeadline(time.Time{})
+	if cap(f.buf) == bufferSize {
+		writeBuffers.Put((*[bufferSize]byte)(f.buf[:bufferSize]))
+	}
+	f.buf = nil
+}
 
 // flush sends what is buffered. A client that takes no bytes for the
 // timeout is given up, so a stalled reader cannot hold a stream open.

@@ -42,7 +42,13 @@ const maxEmptyReads = 100
 // NewReader reads r with a buffer of bufSize bytes and refuses lines longer
 // than maxLine bytes.
 func NewReader(r io.Reader, bufSize, maxLine int) *Reader {
-	return &Reader{rd: r, buf: make([]byte, max(bufSize, minBuffer)), max: maxLine}
+	return NewReaderBuffer(r, make([]byte, max(bufSize, minBuffer)), maxLine)
+}
+
+// NewReaderBuffer is NewReader with buf, at least 16 bytes, as its buffer:
+// the caller's until it stops using the Reader.
+func NewReaderBuffer(r io.Reader, buf []byte, maxLine int) *Reader {
+	return &Reader{rd: r, buf: buf, max: maxLine}
 }
 
 // ReadLine returns the next line without its LF or CRLF terminator. The

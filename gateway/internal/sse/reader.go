@@ -55,6 +55,18 @@ func NewReaderBuffer(r io.Reader, buf []byte, maxLine int) *Reader {
 // slice is valid only until the next call. A last line without a terminator
 // is returned as is; io.EOF follows it.
 func (r *Reader) ReadLine() ([]byte, error) {
+	if n := r.next; n > 0 {
+		// The common case, a line Buffered found: no loop, no calls.
+		line := r.buf[r.r : r.r+n-1]
+		r.r, r.next = r.r+n, 0
+		return r.cut(line)
+	}
+	return r.readLine()
+}
+
+// readLine is ReadLine when no line is known to be buffered: it searches,
+// reads, and assembles a line longer than the buffer.
+func (r *Reader) readLine() ([]byte, error) {
 	r.long = r.long[:0]
 	long := false
 	for {
@@ -119,6 +131,12 @@ func (r *Reader) trim(line []byte) ([]byte, error) {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
+	return r.cut(line)
+}
+
+// cut cuts the CR of a CRLF terminator whose LF is cut already, and
+// refuses the line over the limit.
+func (r *Reader) cut(line []byte) ([]byte, error) {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}

@@ -29,10 +29,12 @@ type stream struct {
 	// costs no write barriers while the GC marks.
 	decoded   []decoded
 	text, red []byte
-	// The stream of the text in the chunks of the scanner's shape gen,
-	// for token.
+	// For token, of the chunks in the scanner's shape gen: the stream of
+	// their text, and their line up to its opening quote (the bytes
+	// before it are the same in each).
 	tokenStream int
 	tokenGen    uint64
+	tokenHead   []byte
 }
 
 // decoded is a span of the current chunk made ready to redact: its stream,
@@ -289,7 +291,7 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 		t := s.texts[d.stream]
 		finished := s.scanner.Finished(sp.Key.Choice)
 		if d.from < 0 {
-			out = s.plain(out, payload, last, sp, t, finished)
+			out = s.plain(out, payload[last:sp.Start+1], payload[sp.Start+1:sp.End-1], t, finished)
 		} else {
 			text := s.text[d.from:d.to]
 			if len(text) > 0 {
@@ -309,14 +311,14 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 	return append(out, payload[last:]...)
 }
 
-// plain appends payload from last through the string of sp, a string
-// without escapes, its text redacted by t straight into the line.
-func (s *stream) plain(out, payload []byte, last int, sp *chunk.Span, t *textStream, finished bool) []byte {
-	text := payload[sp.Start+1 : sp.End-1]
+// plain appends head, the bytes of a chunk up to a string without escapes
+// and its opening quote, then the string's text redacted by t straight into
+// the line, and the closing quote.
+func (s *stream) plain(out, head, text []byte, t *textStream, finished bool) []byte {
 	if len(text) > 0 {
 		s.acct.token()
 	}
-	out = append(out, payload[last:sp.Start+1]...)
+	out = append(out, head...)
 	out = t.red.Redact(out, text)
 	if finished {
 		out = t.red.Flush(out) // its last text: nothing more can join it
@@ -347,10 +349,11 @@ func (s *stream) token(out *flusher, payload []byte, spans []chunk.Span) bool {
 			return false
 		}
 		s.tokenStream, s.tokenGen = i, gen
+		s.tokenHead = append(append(s.tokenHead[:0], dataPrefix...), payload[:sp.Start+1]...)
 	}
 	t := s.texts[s.tokenStream]
 	from := len(out.buf)
-	line := s.plain(append(out.buf, dataPrefix...), payload, 0, sp, t, false)
+	line := s.plain(out.buf, s.tokenHead, payload[sp.Start+1:sp.End-1], t, false)
 	out.buf = append(line, payload[sp.End:]...)
 	s.keepShape(t, payload)
 	s.emit(out, from)

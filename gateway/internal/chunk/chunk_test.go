@@ -1,11 +1,13 @@
 package chunk
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"burnlab/shared/openai"
 )
@@ -43,6 +45,7 @@ func TestScanFindsEveryTextWithItsStream(t *testing.T) {
 		{`{"choices":[{"index":0,"text":"legacy"}]}`, []want{{`"legacy"`, Key{0, -1, Text}}}},
 		{`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"part"}]}}]}`, []want{{`"part"`, Key{0, -1, Text}}}},
 		{` {"content":"outside"} `, []want{{`"outside"`, Key{-1, -1, Content}}}},
+		{`{"content":"héllo, 世界 🙂"}`, []want{{`"héllo, 世界 🙂"`, Key{-1, -1, Content}}}},
 	}
 	var sc Scanner
 	for _, c := range cases {
@@ -67,10 +70,14 @@ func TestScanRefusesWhatIsNotAnOrdinaryChunk(t *testing.T) {
 		`{"choices":[{"delta":{"content":"unterminated`:                                  openai.ErrBadString,
 		"{\"content\":\"raw\ncontrol\"}":                                                 openai.ErrBadString,
 		`{"content":"bad \x escape"}`:                                                    openai.ErrBadString,
+		"{\"content\":\"cut \xe4\xb8\"}":                                                 ErrBadUTF8,
+		"{\"k\xff\":1}":                                                                  ErrBadUTF8,
+		"{\"a\":1}\xff":                                                                  ErrSyntax,
 		`{"choices":[{"index":-1,"delta":{"content":"x"}}]}`:                             ErrBadIndex,
 		`{"choices":[{"index":1.5,"delta":{"content":"x"}}]}`:                            ErrBadIndex,
 		`{"choices":[{"index":99999999999,"delta":{"content":"x"}}]}`:                    ErrBadIndex,
-		`{"choices":[{"index":"0","delta":{"content":"x"}}]}`:                            ErrSyntax,
+		`{"choices":[{"index":"0","delta":{"content":"x"}}]}`:                            ErrBadIndex,
+		`{"choices":[{"index":tru,"delta":{"content":"x"}}]}`:                            ErrSyntax,
 		`{"choices":[{"index":0,"logprobs":{"content":[{"token":"x","bytes":[120]}]}}]}`: ErrUnredactable,
 		`{"choices":[{"index":0,"delta":{"audio":{"transcript":"x"}}}]}`:                 ErrUnredactable,
 		`{"a":1}{"b":2}`: ErrSyntax,
@@ -116,6 +123,14 @@ func TestScanShortcutTakesOnlyTheSameShape(t *testing.T) {
 		}
 		sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"first"}}]}`))
 	}
+	if _, err := sc.Scan([]byte("{\"choices\":[{\"index\":3,\"delta\":{\"content\":\"bad \xff\"}}]}")); !errors.Is(err, ErrBadUTF8) {
+		t.Errorf("the shortcut let invalid UTF-8 through: %v", err)
+	}
+	// Its bytes between head and tail must be one whole string.
+	sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"first"}}]}`))
+	if sp, err := sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"open}}]}`)); err == nil {
+		t.Errorf("the shortcut took an unterminated string: %v", sp)
+	}
 	if _, err := sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"bad \x"}}]}`)); err == nil {
 		t.Error("the shortcut let an invalid escape through")
 	}
@@ -153,6 +168,19 @@ func FuzzScan(f *testing.F) {
 		switch {
 		case errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrBadIndex) || errors.Is(err, ErrUnredactable):
 			return // limits of an ordinary chunk, not JSON's
+		case errors.Is(err, ErrBadUTF8):
+			// encoding/json takes invalid UTF-8 in a string for U+FFFD;
+			// the gateway repairs it so, and the repair must scan as JSON
+			// did.
+			if utf8.Valid(payload) {
+				t.Fatalf("Scan(%q) called valid UTF-8 invalid", payload)
+			}
+			repaired := bytes.ToValidUTF8(payload, []byte("\uFFFD"))
+			if _, err := sc.Scan(repaired); (err == nil) != valid && !errors.Is(err, ErrTooDeep) && !errors.Is(err, ErrTooMany) &&
+				!errors.Is(err, ErrBadIndex) && !errors.Is(err, ErrUnredactable) {
+				t.Fatalf("repaired %q: Scan says %v, json.Valid of the original %v", repaired, err, valid)
+			}
+			return
 		case err == nil && !valid:
 			t.Fatalf("Scan accepted invalid JSON %q", payload)
 		case err != nil && valid:

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+	"unicode/utf8"
 
 	"burnlab/shared/openai"
 )
@@ -66,6 +67,9 @@ var (
 	ErrTooDeep  = errors.New("chunk: nested deeper than MaxDepth")
 	ErrTooMany  = errors.New("chunk: more than MaxSpans text strings")
 	ErrBadIndex = errors.New("chunk: an index that is not a small non-negative integer")
+	// ErrBadUTF8 is a string that is not UTF-8: a client would decode
+	// U+FFFD for it, so the caller repairs the chunk and scans it again.
+	ErrBadUTF8 = errors.New("chunk: invalid UTF-8 in a string")
 	// ErrUnredactable is a choice carrying text in a form no redactor
 	// reads: log probabilities (every token again, as strings and as byte
 	// arrays) or audio. The gateway refuses requests that ask for them.
@@ -73,7 +77,9 @@ var (
 )
 
 // Scanner finds the text strings of chat-completion chunks. It validates
-// the whole document on the way, so a chunk it accepts is JSON, and keys
+// the whole document on the way, so a chunk it accepts is JSON and UTF-8
+// (outside strings JSON is ASCII, and strings are checked as they are
+// scanned, so the caller need not pass over the bytes first), and keys
 // are compared after unescaping: "con\u0074ent" is content to a client, so
 // it is content here. A Scanner reuses its buffers; its zero value is ready.
 type Scanner struct {
@@ -91,7 +97,6 @@ type Scanner struct {
 	// leave the parser in the same place, the bytes after it take it to
 	// the same end — so it needs no walk.
 	head, tail []byte
-	shape      Key
 	shaped     bool
 	// gen counts full walks; hit says the last Scan took the shortcut.
 	gen uint64
@@ -99,10 +104,10 @@ type Scanner struct {
 
 	// meta are the values a chunk says once per stream, or once per
 	// choice: finish_reason, usage, and a tool call's id, type and name.
-	// finished are the choices whose finish_reason is not null, for this
-	// chunk and for the shape.
-	meta                  []Span
-	finished, shapeFinish []int
+	// finished are the choices whose finish_reason is not null, in this
+	// chunk (one in the shape has those of the walk that set it).
+	meta     []Span
+	finished []int
 }
 
 // Meta returns the metadata values of the last chunk walked in full (not
@@ -113,6 +118,9 @@ func (s *Scanner) Meta() []Span { return s.meta }
 // Finished says whether the last chunk scanned ends choice: it carries a
 // finish_reason for it other than null.
 func (s *Scanner) Finished(choice int) bool { return slices.Contains(s.finished, choice) }
+
+// Finishing says whether the last chunk scanned ends any choice.
+func (s *Scanner) Finishing() bool { return len(s.finished) > 0 }
 
 // Shape says whether the last Scan found its chunk in the shape of the
 // last walked one, and which walk that was: two chunks with the same gen
@@ -141,9 +149,8 @@ type where struct {
 // Scan returns the text strings of payload in document order. The slice is
 // the Scanner's, valid until the next Scan.
 func (s *Scanner) Scan(payload []byte) ([]Span, error) {
-	if sp, ok := s.sameShape(payload); ok {
-		s.spans, s.hit = append(s.spans[:0], sp), true
-		s.finished = append(s.finished[:0], s.shapeFinish...)
+	if s.shaped && s.sameShape(payload) {
+		s.hit = true
 		return s.spans, nil
 	}
 	s.gen, s.hit, s.shaped = s.gen+1, false, false
@@ -180,27 +187,36 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 		}
 	}
 	if s.shaped = len(s.spans) == 1; s.shaped {
-		s.shapeFinish = append(s.shapeFinish[:0], s.finished...)
 		sp := s.spans[0]
 		s.head = append(s.head[:0], payload[:sp.Start]...)
 		s.tail = append(s.tail[:0], payload[sp.End:]...)
-		s.shape = sp.Key
 	}
 	return s.spans, nil
 }
 
-// sameShape finds the one text of a payload in the last chunk's shape.
-func (s *Scanner) sameShape(payload []byte) (Span, bool) {
+// sameShape takes a payload in the last walked chunk's shape: its spans
+// and finished choices are the walk's, all but where its one text ends and
+// whether that has escapes, set in s.spans[0].
+func (s *Scanner) sameShape(payload []byte) bool {
 	start, end := len(s.head), len(payload)-len(s.tail)
-	if !s.shaped || end-start < 2 || payload[start] != '"' ||
+	if end-start < 2 || payload[start] != '"' || payload[end-1] != '"' ||
 		!bytes.Equal(payload[:start], s.head) || !bytes.Equal(payload[end:], s.tail) {
-		return Span{}, false
+		return false
 	}
-	e, escaped, err := stringEndChecked(payload, start)
-	if err != nil || e != end {
-		return Span{}, false
+	escaped := false
+	// Most tokens are plain ASCII: no byte of theirs needs a closer look.
+	for _, c := range payload[start+1 : end-1] {
+		if special[c] {
+			e, esc, err := stringEndChecked(payload, start)
+			if err != nil || e != end {
+				return false
+			}
+			escaped = esc
+			break
+		}
 	}
-	return Span{Start: start, End: end, Key: s.shape, Escaped: escaped}, true
+	s.spans[0].End, s.spans[0].Escaped = end, escaped
+	return true
 }
 
 func orPosition(index, ordinal int) int {
@@ -316,6 +332,14 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 		return end, nil
 	case (at.role == roleChoice || at.role == roleTool) && string(key) == "index":
 		n, end, err := smallInt(s.p, i)
+		if errors.Is(err, ErrSyntax) {
+			// Not a number, but maybe JSON all the same ("0", {}): a
+			// document a client decodes, with an index it cannot use.
+			if _, err := s.value(i, depth, inner); err != nil {
+				return 0, err
+			}
+			return 0, ErrBadIndex
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -477,9 +501,14 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// special marks the bytes that end a run of plain string content.
+// special marks the bytes that end a run of plain string content: those a
+// string may not hold raw, its quote and backslash, and the first bytes of
+// multi-byte UTF-8, which are checked where they are met.
 var special = func() (t [256]bool) {
 	for c := range 0x20 {
+		t[c] = true
+	}
+	for c := utf8.RuneSelf; c < 256; c++ {
 		t[c] = true
 	}
 	t['"'], t['\\'] = true, true
@@ -496,12 +525,20 @@ func stringEnd(b []byte, i int) (end int, escaped bool, err error) {
 		if j == len(b) {
 			break
 		}
-		switch b[j] {
-		case '"':
+		switch c := b[j]; {
+		case c == '"':
 			return j + 1, escaped, nil
-		case '\\':
+		case c == '\\':
 			escaped = true
-			j++
+			if j++; j < len(b) && b[j] >= utf8.RuneSelf {
+				return 0, false, openai.ErrBadString // no escape is one
+			}
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false, ErrBadUTF8
+			}
+			j += size - 1
 		default:
 			return 0, false, openai.ErrBadString
 		}

@@ -1,10 +1,10 @@
 package proxy
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -12,36 +12,73 @@ import (
 // while upstream bytes are already at hand, and go out in one write and one
 // flush when the loop is about to wait on the upstream again. Events that
 // arrive in bursts then cost no syscall each, and none waits on a read.
+//
+// The buffer is a plain slice the forwarding loop builds its lines in,
+// then ends them (end), so a rewritten line is made where it is sent
+// from, not made elsewhere and copied.
 type flusher struct {
-	w       *bufio.Writer
+	w       http.ResponseWriter
 	rc      *http.ResponseController
+	buf     []byte
 	timeout time.Duration
 	err     error
 }
 
+// writeAt is how much a burst buffers before it is written without waiting
+// for the flush: the write size of a long burst.
+const writeAt = 32 << 10
+
+// bufferSize leaves room for the line that crosses writeAt.
+const bufferSize = writeAt + 4<<10
+
+// writeBuffers keep the buffers of flushers that are done for the next
+// stream's (see readBuffers).
+var writeBuffers = sync.Pool{New: func() any { return new([bufferSize]byte) }}
+
 func newFlusher(w http.ResponseWriter, timeout time.Duration) *flusher {
-	return &flusher{w: bufio.NewWriterSize(w, 32<<10), rc: http.NewResponseController(w), timeout: timeout}
+	buf := writeBuffers.Get().(*[bufferSize]byte)
+	return &flusher{w: w, rc: http.NewResponseController(w), buf: buf[:0], timeout: timeout}
 }
 
 // line buffers b and a newline; the first error sticks and is reported by
 // flush.
 func (f *flusher) line(b []byte) {
-	if f.err != nil {
-		return
+	f.buf = append(f.buf, b...)
+	f.end()
+}
+
+// end ends the line appended to buf.
+func (f *flusher) end() {
+	f.buf = append(f.buf, '\n')
+	if len(f.buf) >= writeAt {
+		f.write()
 	}
-	if _, err := f.w.Write(b); err != nil {
-		f.err = fmt.Errorf("%w: %w", errClientGone, err)
-		return
+}
+
+// write hands what is buffered to the connection without a flush.
+func (f *flusher) write() {
+	if f.err == nil && len(f.buf) > 0 {
+		if _, err := f.w.Write(f.buf); err != nil {
+			f.err = fmt.Errorf("%w: %w", errClientGone, err)
+		}
 	}
-	if err := f.w.WriteByte('\n'); err != nil {
-		f.err = fmt.Errorf("%w: %w", errClientGone, err)
+	f.buf = f.buf[:0]
+	if cap(f.buf) > 4*writeAt {
+		// A long line grew it: it is not kept for the rest of the stream.
+		f.buf = writeBuffers.Get().(*[bufferSize]byte)[:0]
 	}
 }
 
 // done lifts the write deadline, which a kept-alive connection must not
-// inherit. It can only fail on a connection already gone, with no one left
-// to tell.
-func (f *flusher) done() { _ = f.rc.SetWriteDeadline(time.Time{}) }
+// inherit, and hands the buffer on; the flusher is not used after. Lifting
+// can only fail on a connection already gone, with no one left to tell.
+func (f *flusher) done() {
+	_ = f.rc.SetWriteDeadline(time.Time{})
+	if cap(f.buf) == bufferSize {
+		writeBuffers.Put((*[bufferSize]byte)(f.buf[:bufferSize]))
+	}
+	f.buf = nil
+}
 
 // flush sends what is buffered. A client that takes no bytes for the
 // timeout is given up, so a stalled reader cannot hold a stream open.
@@ -53,8 +90,7 @@ func (f *flusher) flush() error {
 		f.err = fmt.Errorf("%w: %w", errClientGone, err)
 		return f.err
 	}
-	if err := f.w.Flush(); err != nil {
-		f.err = fmt.Errorf("%w: %w", errClientGone, err)
+	if f.write(); f.err != nil {
 		return f.err
 	}
 	if err := f.rc.Flush(); err != nil {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -23,17 +24,31 @@ type stream struct {
 	// hold-back state, in order of first appearance.
 	texts   []*textStream
 	scanner chunk.Scanner
-	// Reused per event: the texts of a chunk's spans (views of the
-	// payload, or of text for the escaped ones), a redaction, the line out.
-	views          [][]byte
-	text, red, out []byte
-	rel            []byte // a released tail's line
+	// Reused per event: each span's stream and, for the escaped ones, its
+	// text decoded in text; a redaction. No pointers, so filling them
+	// costs no write barriers while the GC marks.
+	decoded   []decoded
+	text, red []byte
+	// For token, of the chunks in the scanner's shape gen: the stream of
+	// their text, and their line up to its opening quote (the bytes
+	// before it are the same in each).
+	tokenStream int
+	tokenGen    uint64
+	tokenHead   []byte
+}
+
+// decoded is a span of the current chunk made ready to redact: its stream,
+// an index into texts, and where its text is: text[from:to] when the
+// string has escapes, else between the span's quotes in the payload.
+type decoded struct {
+	stream   int
+	from, to int
 }
 
 // begin readies a stream whose 200 is sent for forwarding.
 func (s *stream) begin(tr transcript.Transcript) {
 	s.tr = tr
-	s.text, s.red, s.out = make([]byte, 0, 256), make([]byte, 0, 256), make([]byte, 0, 512)
+	s.text, s.red = make([]byte, 0, 256), make([]byte, 0, 256)
 }
 
 // textStream is one text of a response that arrives over many chunks: a
@@ -55,19 +70,19 @@ type textStream struct {
 // choices × their fields and tool calls).
 const maxTextStreams = 64
 
-// textStream finds or opens the stream of key; nil past maxTextStreams.
-func (s *stream) textStream(key chunk.Key) *textStream {
-	for _, t := range s.texts {
+// textStream finds or opens the stream of key, as an index into s.texts;
+// -1 past maxTextStreams.
+func (s *stream) textStream(key chunk.Key) int {
+	for i, t := range s.texts {
 		if t.key == key {
-			return t
+			return i
 		}
 	}
 	if len(s.texts) == maxTextStreams {
-		return nil
+		return -1
 	}
-	t := &textStream{key: key}
-	s.texts = append(s.texts, t)
-	return t
+	s.texts = append(s.texts, &textStream{key: key})
+	return len(s.texts) - 1
 }
 
 // redactions adds up what every text stream redacted.
@@ -95,37 +110,65 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 		if err != nil {
 			return err
 		}
-		if !utf8.Valid(line) {
-			s.acct.repair(reasonInvalidUTF8)
-			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
-		}
-		field, value, isField := bytes.Cut(line, []byte{':'})
-		switch {
-		case len(line) == 0 || line[0] == ':':
-			// An event boundary or a comment (keep-alive): pass through.
-			out.line(line)
-		case !isField:
-			s.acct.repair(reasonMalformed)
-		case string(field) == "data":
-			value = bytes.TrimPrefix(value, []byte{' '})
-			if string(value) == "[DONE]" {
-				s.flushTail(out)
-				out.line(line)
-				out.line(nil)
-				return out.flush()
-			}
-			if err := s.dataEvent(out, value); err != nil {
-				return err
-			}
-		case string(field) == "event" || string(field) == "id" || string(field) == "retry":
-			out.line(line)
+		done := false
+		switch value, isData := bytes.CutPrefix(line, dataPrefix); {
+		case len(line) == 0:
+			out.end() // the end of an event: every other line
+		case isData:
+			done, err = s.data(out, line, value)
 		default:
-			s.acct.repair(reasonMalformed)
+			// A data payload is checked for UTF-8 as it is scanned
+			// (dataEvent): the common line is not passed over twice.
+			if !utf8.Valid(line) {
+				line = s.repairUTF8(line)
+			}
+			if value, isData = s.otherLine(out, line); isData {
+				done, err = s.data(out, line, value)
+			}
+		}
+		if done || err != nil {
+			return err
+		}
+		if rd.SkipEmpty() {
+			out.end() // the end of the event, without a read of its own
 		}
 		if out.err != nil {
 			return out.err
 		}
 	}
+}
+
+// data forwards a data line; done is true once it was [DONE] and the
+// stream is flushed.
+func (s *stream) data(out *flusher, line, value []byte) (done bool, err error) {
+	if string(value) == "[DONE]" {
+		s.flushTail(out)
+		out.line(line)
+		out.line(nil)
+		return true, out.flush()
+	}
+	return false, s.dataEvent(out, value)
+}
+
+// otherLine forwards or drops a line, not empty, that does not start
+// "data: ", and returns the value of one that is a data line all the same
+// ("data:x").
+func (s *stream) otherLine(out *flusher, line []byte) (value []byte, isData bool) {
+	field, value, isField := bytes.Cut(line, []byte{':'})
+	switch {
+	case line[0] == ':':
+		// A comment (keep-alive): pass through.
+		out.line(line)
+	case !isField:
+		s.acct.repair(reasonMalformed)
+	case string(field) == "data":
+		return bytes.TrimPrefix(value, []byte{' '}), true
+	case string(field) == "event" || string(field) == "id" || string(field) == "retry":
+		out.line(line)
+	default:
+		s.acct.repair(reasonMalformed)
+	}
+	return nil, false
 }
 
 // dataEvent forwards one data payload with every text in it redacted
@@ -142,18 +185,29 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 // cannot redact what it does not walk.
 func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	spans, err := s.scanner.Scan(payload)
+	if err != nil && errors.Is(err, chunk.ErrBadUTF8) {
+		payload = s.repairUTF8(payload)
+		spans, err = s.scanner.Scan(payload)
+	}
 	switch {
 	case err == nil:
-		reason := s.rewrite(payload, spans)
+		if s.token(out, payload, spans) {
+			return nil
+		}
+		reason := s.decode(payload, spans)
 		if reason == "" {
 			// A chunk that ends a choice comes after all its text: what
-			// its other streams still hold goes out first.
-			for _, t := range s.texts {
-				if s.scanner.Finished(t.key.Choice) {
+			// its other streams still hold goes out first. Its own are
+			// flushed as it is rewritten, so a tail still joins the text
+			// that follows it.
+			for i, t := range s.texts {
+				if s.scanner.Finished(t.key.Choice) && !slices.ContainsFunc(s.decoded, func(d decoded) bool { return d.stream == i }) {
 					s.release(out, t)
 				}
 			}
-			s.emit(out, s.out)
+			from := len(out.buf)
+			out.buf = s.rewrite(out.buf, payload, spans)
+			s.emit(out, from)
 			return nil
 		}
 		if reason == reasonTooManyTexts {
@@ -166,11 +220,22 @@ func (s *stream) dataEvent(out *flusher, payload []byte) error {
 	}
 	// Not JSON, so no client decodes it either: redacted as plain text, so
 	// nothing unparsable carries PII past the gateway.
+	if !utf8.Valid(payload) {
+		payload = s.repairUTF8(payload)
+	}
 	s.acct.repair(reasonInvalidJSON)
 	red, _ := redact.Text(payload)
-	s.out = append(append(s.out[:0], dataPrefix...), red...)
-	s.emit(out, s.out)
+	from := len(out.buf)
+	out.buf = append(append(out.buf, dataPrefix...), red...)
+	s.emit(out, from)
 	return nil
+}
+
+// repairUTF8 returns payload with each invalid sequence made U+FFFD, as a
+// client would decode it.
+func (s *stream) repairUTF8(payload []byte) []byte {
+	s.acct.repair(reasonInvalidUTF8)
+	return bytes.ToValidUTF8(payload, []byte("\uFFFD"))
 }
 
 // unredactable ends a stream at a chunk the gateway will not forward.
@@ -182,54 +247,117 @@ func (u unredactable) Error() string {
 
 var dataPrefix = []byte("data: ")
 
-// rewrite builds in s.out the event line of payload with each text span
-// redacted by its stream, or returns why it could not (a repair reason).
-func (s *stream) rewrite(payload []byte, spans []chunk.Span) string {
-	// Decode every span before any redactor sees one, so a chunk given up
-	// half-way leaves no stream holding text that was never forwarded. A
-	// string without escapes is its own text: the common token is not
-	// copied (the line is valid UTF-8 by now, and JSON forbids raw control
-	// characters and quotes in it).
-	s.text, s.views = s.text[:0], s.views[:0]
-	for _, sp := range spans {
-		if s.textStream(sp.Key) == nil {
+// decode finds the stream of each span and decodes the strings with
+// escapes, or returns why it could not (a repair reason). Every span is
+// decoded before any redactor sees one, so a chunk given up half-way
+// leaves no stream holding text that was never forwarded. A string without
+// escapes is its own text: the common token is not copied.
+func (s *stream) decode(payload []byte, spans []chunk.Span) string {
+	s.text, s.decoded = s.text[:0], s.decoded[:0]
+	for i := range spans {
+		sp := &spans[i]
+		d := decoded{stream: s.textStream(sp.Key), from: -1}
+		if d.stream < 0 {
 			return reasonTooManyTexts
 		}
-		if !sp.Escaped {
-			s.views = append(s.views, payload[sp.Start+1:sp.End-1])
-			continue
+		if sp.Escaped {
+			d.from = len(s.text)
+			var err error
+			if s.text, err = openai.AppendUnquote(s.text, payload[sp.Start:sp.End]); err != nil {
+				return reasonInvalidJSON
+			}
+			d.to = len(s.text)
 		}
-		from := len(s.text)
-		var err error
-		if s.text, err = openai.AppendUnquote(s.text, payload[sp.Start:sp.End]); err != nil {
-			return reasonInvalidJSON
-		}
-		s.views = append(s.views, s.text[from:len(s.text):len(s.text)])
+		s.decoded = append(s.decoded, d)
 	}
+	return ""
+}
+
+// rewrite appends to dst the event line of payload with each decoded text
+// redacted by its stream.
+//
+// A string without escapes is redacted straight into the line, neither
+// unquoted nor quoted again: the scanner found it valid UTF-8 with no quote,
+// backslash or control character, and what a redactor releases is such a
+// text's own bytes, replacements, and tails it held, which are never any
+// of those (redact.Redactor) — so it is its own JSON.
+func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 	// Locals, stored once: while the GC marks, every store of a slice into
 	// the stream costs a write barrier, and this runs for every event.
-	out, red := append(s.out[:0], dataPrefix...), s.red
-	gen, hit := s.scanner.Shape()
+	out, red := append(dst, dataPrefix...), s.red
 	last := 0
-	for i, sp := range spans {
-		t := s.textStream(sp.Key)
-		text := s.views[i]
-		if len(text) > 0 {
-			s.acct.token()
+	for i := range spans {
+		sp, d := &spans[i], s.decoded[i]
+		t := s.texts[d.stream]
+		finished := s.scanner.Finished(sp.Key.Choice)
+		if d.from < 0 {
+			out = s.plain(out, payload[last:sp.Start+1], payload[sp.Start+1:sp.End-1], t, finished)
+		} else {
+			text := s.text[d.from:d.to]
+			if len(text) > 0 {
+				s.acct.token()
+			}
+			red = t.red.Redact(red[:0], text)
+			if finished {
+				red = t.red.Flush(red)
+			}
+			out = append(out, payload[last:sp.Start]...)
+			out = openai.AppendQuote(out, red)
 		}
-		red = t.red.Redact(red[:0], text)
-		if s.scanner.Finished(sp.Key.Choice) {
-			red = t.red.Flush(red) // its last text: nothing more can join it
-		}
-		out = append(out, payload[last:sp.Start]...)
-		out = openai.AppendQuote(out, red)
 		last = sp.End
-		if t.red.Pending() && !(hit && t.tmplGen == gen) {
-			t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
-		}
+		s.keepShape(t, payload)
 	}
-	s.out, s.red = append(out, payload[last:]...), red
-	return ""
+	s.red = red
+	return append(out, payload[last:]...)
+}
+
+// plain appends head, the bytes of a chunk up to a string without escapes
+// and its opening quote, then the string's text redacted by t straight into
+// the line, and the closing quote.
+func (s *stream) plain(out, head, text []byte, t *textStream, finished bool) []byte {
+	if len(text) > 0 {
+		s.acct.token()
+	}
+	out = append(out, head...)
+	out = t.red.Redact(out, text)
+	if finished {
+		out = t.red.Flush(out) // its last text: nothing more can join it
+	}
+	return append(out, '"')
+}
+
+// keepShape keeps payload as t's template for its final release while t
+// holds text back, unless the template is a chunk of the same shape.
+func (s *stream) keepShape(t *textStream, payload []byte) {
+	if gen, hit := s.scanner.Shape(); t.red.Pending() && !(hit && t.tmplGen == gen) {
+		t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
+	}
+}
+
+// token forwards the chunk nearly every event is, if this is one: in the
+// shape of the last chunk walked, with one text, without escapes, and no
+// finish reason (so no other stream is released before it). It reports false, having done nothing, for any other.
+func (s *stream) token(out *flusher, payload []byte, spans []chunk.Span) bool {
+	gen, hit := s.scanner.Shape()
+	if !hit || len(spans) != 1 || spans[0].Escaped || s.scanner.Finishing() {
+		return false
+	}
+	sp := &spans[0]
+	if s.tokenGen != gen {
+		i := s.textStream(sp.Key)
+		if i < 0 {
+			return false
+		}
+		s.tokenStream, s.tokenGen = i, gen
+		s.tokenHead = append(append(s.tokenHead[:0], dataPrefix...), payload[:sp.Start+1]...)
+	}
+	t := s.texts[s.tokenStream]
+	from := len(out.buf)
+	line := s.plain(out.buf, s.tokenHead, payload[sp.Start+1:sp.End-1], t, false)
+	out.buf = append(line, payload[sp.End:]...)
+	s.keepShape(t, payload)
+	s.emit(out, from)
+	return true
 }
 
 // flushTail releases every stream's held tail, at the end of the stream.
@@ -254,7 +382,8 @@ func (s *stream) release(out *flusher, t *textStream) {
 		return
 	}
 	meta := sc.Meta()
-	line := append(s.rel[:0], dataPrefix...)
+	from := len(out.buf)
+	line := append(out.buf, dataPrefix...)
 	last, placed := 0, false
 	for i, j := 0, 0; i < len(spans) || j < len(meta); {
 		if j == len(meta) || i < len(spans) && spans[i].Start < meta[j].Start {
@@ -280,14 +409,15 @@ func (s *stream) release(out *flusher, t *textStream) {
 		line = append(append(line, t.tmpl[last:m.Start]...), "null"...)
 		last = m.End
 	}
-	s.rel, s.red = append(line, t.tmpl[last:]...), red
-	s.emit(out, s.rel)
+	out.buf, s.red = append(line, t.tmpl[last:]...), red
+	s.emit(out, from)
 	out.line(nil) // close the event the gateway made
 }
 
-// emit forwards a data line and feeds it to the transcript.
-func (s *stream) emit(out *flusher, line []byte) {
-	transcript.AppendLine(s.tr, line)
-	out.line(line)
+// emit forwards the data line built in out's buffer from from on, and
+// feeds it to the transcript.
+func (s *stream) emit(out *flusher, from int) {
+	transcript.AppendLine(s.tr, out.buf[from:])
+	out.end()
 	s.acct.events++
 }

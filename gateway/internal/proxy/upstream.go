@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"burnlab/gateway/internal/redact"
@@ -59,7 +60,9 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 
 	idle := time.AfterFunc(h.cfg.IdleTimeout, func() { cancel(errIdle) })
 	defer idle.Stop()
-	rd := sse.NewReader(idleReader{resp.Body, idle, h.cfg.IdleTimeout}, 64<<10, h.cfg.MaxLine)
+	buf := readBuffers.Get().(*[readBufferSize]byte)
+	defer readBuffers.Put(buf)
+	rd := sse.NewReaderBuffer(idleReader{resp.Body, idle, h.cfg.IdleTimeout}, buf[:], h.cfg.MaxLine)
 
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
@@ -84,6 +87,14 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	out.flush()
 	return result{outcome: OutcomeUpstreamError, status: http.StatusOK, reason: classifyReadError(err, context.Cause(ctx)), err: err.Error()}
 }
+
+// readBuffers keep the read buffers of streams that ended for the next: a
+// 64 KiB buffer is a large object, and with the write buffer (flusher) one
+// a stream was a tenth of the garbage the gateway made, the transcript
+// the rest.
+var readBuffers = sync.Pool{New: func() any { return new([readBufferSize]byte) }}
+
+const readBufferSize = 64 << 10
 
 func classifyReadError(err, cause error) string {
 	var u unredactable

@@ -43,7 +43,9 @@ type Redactor struct {
 	work    []byte
 	matches []match
 	prev    byte // last byte released, the left context of pending
-	counts  [NumKinds]int
+	// plain says pending holds no byte a match needs (see starters).
+	plain  bool
+	counts [NumKinds]int
 }
 
 type match struct {
@@ -56,7 +58,31 @@ func (r *Redactor) Counts() [NumKinds]int { return r.counts }
 
 // Redact appends to dst the redacted text that is safe to release once text
 // follows what came before, and holds back the rest.
+//
+// What it appends is text's own bytes, in order, with matches replaced, and
+// before them what it held: a held tail is ASCII letters, digits and the
+// punctuation of addresses, numbers and keys (a match and the run after
+// it), never a quote, a backslash or a control character, and it never
+// splits a multi-byte character. Text that is its own JSON string content
+// therefore redacts to its own JSON string content.
 func (r *Redactor) Redact(dst, text []byte) []byte {
+	// The common token: no byte a match needs, here or held, so nothing
+	// matches, and the tail to hold starts inside text. Its runs are those
+	// of pending+text, found without joining the two.
+	if r.plain {
+		if starts, h, n := runs(text); !starts && h > 0 && n > 0 {
+			h = min(h, numberFrom(text, n))
+			if len(text)-h > MaxHold {
+				h = len(text)
+			}
+			dst = append(append(dst, r.pending...), text[:h]...)
+			if len(r.pending)+h > 0 {
+				r.prev = dst[len(dst)-1]
+			}
+			r.hold(text[h:])
+			return dst
+		}
+	}
 	r.work = append(append(r.work[:0], r.pending...), text...)
 	w := r.work
 	r.matches = scan(r.matches[:0], w, r.prev)
@@ -70,8 +96,20 @@ func (r *Redactor) Redact(dst, text []byte) []byte {
 		}
 	}
 	dst = r.release(dst, w[:h])
-	r.pending = append(r.pending[:0], w[h:]...)
+	r.hold(w[h:])
+	r.plain = !mayStart(r.pending)
 	return dst
+}
+
+// hold keeps tail as the pending text. Within its capacity only the
+// length is stored, not a new slice: a pointer store costs a write barrier
+// while the GC marks, and this runs for every token.
+func (r *Redactor) hold(tail []byte) {
+	if len(tail) > cap(r.pending) {
+		r.pending = make([]byte, len(tail), max(2*len(tail), 32))
+	}
+	r.pending = r.pending[:len(tail)]
+	copy(r.pending, tail)
 }
 
 // Flush appends the held tail, redacted, at the end of the stream.
@@ -80,7 +118,7 @@ func (r *Redactor) Flush(dst []byte) []byte {
 	r.work = w
 	r.matches = scan(r.matches[:0], w, r.prev)
 	dst = r.release(dst, w)
-	r.pending = r.pending[:0]
+	r.pending, r.plain = r.pending[:0], true
 	return dst
 }
 
@@ -119,51 +157,93 @@ func Text(text []byte) ([]byte, [NumKinds]int) {
 	return out, r.counts
 }
 
-func isAlnum(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-}
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-func isLocal(c byte) bool {
-	return isAlnum(c) || c == '.' || c == '_' || c == '%' || c == '+' || c == '-'
-}
-func isDomain(c byte) bool { return isAlnum(c) || c == '.' || c == '-' }
-func isKey(c byte) bool    { return isAlnum(c) || c == '_' || c == '-' }
-func isNumSep(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '(' || c == ')' }
+// Byte classes, so each test the redactor makes on every byte of every
+// token is one table load.
+const (
+	clAlnum   = 1 << iota
+	clDigit   // 0-9
+	clLocal   // an address's local part
+	clDomain  // an address's domain
+	clKey     // an API key after "sk-"
+	clNumSep  // a separator inside a phone or card number
+	clStarter // a byte no match is without (starters)
+	clHeldA   // of the run held back as a possible address or key
+	clHeldN   // of the run held back as a possible number
+)
+
+var class = func() (t [256]uint16) {
+	for c := range 256 {
+		b := byte(c)
+		alnum := '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+		set := func(bit uint16, on bool) {
+			if on {
+				t[c] |= bit
+			}
+		}
+		set(clAlnum, alnum)
+		set(clDigit, '0' <= b && b <= '9')
+		set(clLocal, alnum || b == '.' || b == '_' || b == '%' || b == '+' || b == '-')
+		set(clDomain, alnum || b == '.' || b == '-')
+		set(clKey, alnum || b == '_' || b == '-')
+		set(clNumSep, b == ' ' || b == '-' || b == '.' || b == '(' || b == ')')
+		// Every address has an '@', every number a digit, every key "sk-".
+		set(clStarter, '0' <= b && b <= '9' || b == '@' || b == '-')
+		set(clHeldA, t[c]&clLocal != 0 || b == '@')
+		set(clHeldN, t[c]&(clDigit|clNumSep) != 0 || b == '+')
+	}
+	return t
+}()
+
+func isAlnum(c byte) bool  { return class[c]&clAlnum != 0 }
+func isDigit(c byte) bool  { return class[c]&clDigit != 0 }
+func isLocal(c byte) bool  { return class[c]&clLocal != 0 }
+func isDomain(c byte) bool { return class[c]&clDomain != 0 }
+func isKey(c byte) bool    { return class[c]&clKey != 0 }
+func isNumSep(c byte) bool { return class[c]&clNumSep != 0 }
 
 // holdStart returns where the tail that could still grow into a match
 // begins: the trailing run of address or key characters, or the trailing
 // run of a phone or card number, whichever starts earlier.
 func holdStart(w []byte) int {
-	h := len(w)
-	for h > 0 && (isLocal(w[h-1]) || w[h-1] == '@') {
-		h--
+	_, h, n := runs(w)
+	return min(h, numberFrom(w, n))
+}
+
+// runs looks at w in one pass: whether it holds a byte a match needs
+// (mayStart), and where its trailing runs begin — of address or key
+// characters (h), and of number characters and separators (n). A run that
+// reaches 0 may go on in what came before w.
+func runs(w []byte) (starts bool, h, n int) {
+	var seen uint16
+	for i, c := range w {
+		k := class[c]
+		seen |= k
+		if k&clHeldA == 0 {
+			h = i + 1
+		}
+		if k&clHeldN == 0 {
+			n = i + 1
+		}
 	}
-	n := len(w)
-	for n > 0 && (isDigit(w[n-1]) || isNumSep(w[n-1]) || w[n-1] == '+') {
-		n--
-	}
+	return seen&clStarter != 0, h, n
+}
+
+// numberFrom returns where a number may begin in the run from n: a run of
+// separators alone starts none.
+func numberFrom(w []byte, n int) int {
 	for n < len(w) && !numberStart(w[n]) {
 		n++
 	}
-	return min(h, n)
+	return n
 }
 
 func numberStart(c byte) bool { return isDigit(c) || c == '+' || c == '(' }
 
-// starters are the bytes without which w holds no match: every address has
-// an '@', every number a digit, every key "sk-".
-var starters = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	t['@'], t['-'] = true, true
-	return t
-}()
-
-// mayStart is the fast path of the common token, which holds none of them.
+// mayStart is the fast path of the common token, which holds no byte a
+// match needs.
 func mayStart(w []byte) bool {
 	for _, c := range w {
-		if starters[c] {
+		if class[c]&clStarter != 0 {
 			return true
 		}
 	}

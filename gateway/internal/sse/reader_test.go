@@ -88,22 +88,31 @@ func FuzzReadLine(f *testing.F) {
 	f.Add([]byte(strings.Repeat("q", 300)), 3)
 	f.Fuzz(func(t *testing.T, in []byte, size int) {
 		size = 16 + abs(size)%64
-		r := NewReader(bytes.NewReader(in), size, 128)
-		total := 0
-		for {
-			l, err := r.ReadLine()
-			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, ErrLineTooLong) {
-					t.Fatalf("unexpected error %v", err)
+		// The lines as a split of the whole input says they are: the
+		// reader must return exactly these, up to the first too long.
+		want := strings.Split(string(in), "\n")
+		if want[len(want)-1] == "" {
+			want = want[:len(want)-1]
+		}
+		r := iotest.HalfReader(bytes.NewReader(in))
+		rd := NewReader(r, size, 128)
+		for i := 0; ; i++ {
+			l, err := rd.ReadLine()
+			if i == len(want) {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("after the last line: %q, %v; want io.EOF", l, err)
 				}
-				break
+				return
 			}
-			if len(l) > 128 || bytes.IndexByte(l, '\n') >= 0 {
-				t.Fatalf("bad line %q", l)
+			w := strings.TrimSuffix(want[i], "\r")
+			if len(w) > 128 {
+				if !errors.Is(err, ErrLineTooLong) {
+					t.Fatalf("line %d of %d bytes: %q, %v; want ErrLineTooLong", i, len(w), l, err)
+				}
+				return
 			}
-			total += len(l)
-			if total > len(in) {
-				t.Fatalf("read %d bytes of lines from %d bytes", total, len(in))
+			if err != nil || string(l) != w {
+				t.Fatalf("line %d: %q, %v; want %q", i, l, err, w)
 			}
 		}
 	})
@@ -119,7 +128,8 @@ func abs(n int) int {
 // FuzzBufferedReadsTheSameLines holds the reader to one answer whether or
 // not Buffered looked ahead before each ReadLine: Buffered remembers the
 // line it found and ReadLine takes it, so the two paths must agree, and
-// Buffered must say true only when the line is already in memory.
+// Buffered must say true only when the line is already in memory. SkipEmpty
+// may take only an empty line, and only one already in memory.
 func FuzzBufferedReadsTheSameLines(f *testing.F) {
 	f.Add([]byte("data: {\"a\":1}\n\ndata: [DONE]\n\n"), 8, uint64(0b1011))
 	f.Add([]byte("x\r\n\r\r\n\n"+strings.Repeat("q", 300)+"\nend"), 3, uint64(0xffff))
@@ -134,6 +144,17 @@ func FuzzBufferedReadsTheSameLines(f *testing.F) {
 				before := reads
 				if peeking.Buffered() && reads != before {
 					t.Fatal("Buffered read from the source")
+				}
+			}
+			if look&(1<<((i+32)%64)) != 0 {
+				before := reads
+				if peeking.SkipEmpty() {
+					if want, err := plain.ReadLine(); err != nil || len(want) > 0 {
+						t.Fatalf("line %d: SkipEmpty skipped %q, %v", i, want, err)
+					}
+				}
+				if reads != before {
+					t.Fatal("SkipEmpty read from the source")
 				}
 			}
 			want, werr := plain.ReadLine()

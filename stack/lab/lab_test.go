@@ -143,3 +143,68 @@ func TestWatchFlagsWhatTheScenarioDoesNotAllow(t *testing.T) {
 		t.Fatal("nothing listening must fail the poll")
 	}
 }
+
+// fakeProm answers each instant query with the first result whose key the
+// query contains, and an empty result otherwise.
+func fakeProm(t *testing.T, results map[string]string) string {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query().Get("query")
+		body := `[]`
+		for k, v := range results {
+			if strings.Contains(q, k) {
+				body = v
+			}
+		}
+		w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":` + body + `}}`))
+	}))
+	t.Cleanup(s.Close)
+	return strings.TrimPrefix(s.URL, "http://")
+}
+
+func vector(labels, value string) string {
+	return `[{"metric":{` + labels + `},"value":[0,"` + value + `"]}]`
+}
+
+// The matrix's end-of-row checks fail a stalled load, a NaN burn, a burn
+// far from the derived one, and an alert that fired between two polls.
+func TestMatrixChecksFailWhatTheyGuard(t *testing.T) {
+	tail, err := scenario.Lookup("upstream-tail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratio := func(v string) map[string]string {
+		return map[string]string{`outcome="ok"}[2m]`: vector("", "25"), `ratio_rate2m{sloth_slo="stream-latency"}`: vector(`"sloth_slo":"stream-latency"`, v),
+			`ratio_rate2m{sloth_slo="availability"}`: vector("", "0"), `ratio_rate2m{sloth_slo="ttft"}`: vector("", "0")}
+	}
+	for name, c := range map[string]struct {
+		results map[string]string
+		want    string // in the error; "" passes
+	}{
+		"as derived":     {ratio("0.0098"), ""},
+		"far from it":    {ratio("0.005"), "stream-latency burns 5.0x"},
+		"NaN":            {ratio("NaN"), "NaN"},
+		"stalled load":   {map[string]string{`outcome="ok"}[2m]`: vector("", "3")}, "streams/s"},
+		"no load at all": {map[string]string{}, "no streams counted"},
+	} {
+		l := &Lab{cfg: Config{Addrs: Addrs{Prometheus: fakeProm(t, c.results)}}}
+		_, err := measureBurn(l, tail)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+	pager := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`[{"id":"1","slo":"stream-latency","severity":"page","status":"resolved"}]`))
+	}))
+	defer pager.Close()
+	fired := func(alerts string) error {
+		l := &Lab{cfg: Config{Addrs: Addrs{Prometheus: fakeProm(t, map[string]string{"ALERTS": alerts}), Pager: strings.TrimPrefix(pager.URL, "http://")}}}
+		return firedOverTheRun(l, tail, time.Minute)
+	}
+	if err := fired(vector(`"sloth_slo":"stream-latency","severity":"ticket"`, "1")); err != nil {
+		t.Errorf("the paging SLO's ticket is allowed: %v", err)
+	}
+	if err := fired(vector(`"sloth_slo":"ttft","severity":"page"`, "1")); err == nil || !strings.Contains(err.Error(), "ttft page in Prometheus") {
+		t.Errorf("a ttft page that fired between polls: %v", err)
+	}
+}

@@ -1,5 +1,13 @@
-// Package sse reads server-sent-event streams line by line with bounded
-// memory and no allocation per line.
+// Package sse reads server-sent-event streams as a client's EventSource
+// does (the WHATWG HTML standard, "Interpreting an event stream"), with
+// bounded memory and no allocation per line: Reader splits the stream into
+// lines, Decoder turns the lines into the events a client dispatches.
+//
+// Both follow the standard, not the common case: a line ends in CRLF, LF or
+// a lone CR; a byte order mark at the start of the stream is skipped; an
+// event's data lines are joined with LF. A gateway that split lines on LF
+// alone, or took each data line for an event, would redact and count
+// something other than what its client decodes.
 package sse
 
 import (
@@ -13,7 +21,9 @@ import (
 // misbehaving upstream must not make the gateway buffer without bound.
 var ErrLineTooLong = errors.New("sse: line too long")
 
-// Reader returns the lines of an event stream without their terminators.
+// Reader returns the lines of an event stream without their terminators:
+// CRLF, LF or a lone CR. A UTF-8 byte order mark at the start of the stream
+// is not part of its first line.
 //
 // It keeps its own buffer rather than a bufio.Reader's: a line is found
 // once (by Buffered, or by ReadLine) and handed out as a slice of it, with
@@ -28,9 +38,19 @@ type Reader struct {
 	long []byte // assembles lines that do not fit in buf
 	// next is the length, terminator included, of the buffered line that
 	// Buffered found (0: none found yet), so ReadLine takes it without
-	// searching the same bytes a second time.
-	next int
+	// searching the same bytes a second time; term is its terminator's
+	// length, 2 for CRLF and 1 for LF or a lone CR.
+	next, term int
+	// cr says the last line ended in a CR that may be the first half of a
+	// CRLF: an LF that follows it ends no line of its own.
+	cr bool
+	// bomChecked says the start of the stream was looked at for a byte
+	// order mark.
+	bomChecked bool
 }
+
+// bom is U+FEFF in UTF-8: a stream may start with it, and a client skips it.
+var bom = []byte("\xEF\xBB\xBF")
 
 // minBuffer keeps a tiny buffer size from making every line a long one.
 const minBuffer = 16
@@ -51,17 +71,29 @@ func NewReaderBuffer(r io.Reader, buf []byte, maxLine int) *Reader {
 	return &Reader{rd: r, buf: buf, max: maxLine}
 }
 
-// ReadLine returns the next line without its LF or CRLF terminator. The
-// slice is valid only until the next call. A last line without a terminator
-// is returned as is; io.EOF follows it.
+// ReadLine returns the next line without its terminator. The slice is
+// valid only until the next call. Bytes after the last terminator are not
+// a line: the source's error, io.EOF at its end, follows the last one.
 func (r *Reader) ReadLine() ([]byte, error) {
-	if n := r.next; n > 0 {
-		// The common case, a line Buffered found: no loop, no calls.
-		line := r.buf[r.r : r.r+n-1]
-		r.r, r.next = r.r+n, 0
-		return r.cut(line)
+	if r.next > 0 {
+		// The common case, a line Buffered found: no loop, no search.
+		line := r.take()
+		if len(line) > r.max {
+			return nil, r.tooLong()
+		}
+		return line, nil
 	}
 	return r.readLine()
+}
+
+// take consumes the line Buffered found and returns it without its
+// terminator.
+func (r *Reader) take() []byte {
+	line := r.buf[r.r : r.r+r.next-r.term]
+	r.r += r.next
+	r.cr = r.term == 1 && r.buf[r.r-1] == '\r'
+	r.next = 0
+	return line
 }
 
 // readLine is ReadLine when no line is known to be buffered: it searches,
@@ -71,24 +103,18 @@ func (r *Reader) readLine() ([]byte, error) {
 	long := false
 	for {
 		if r.Buffered() {
-			line := r.buf[r.r : r.r+r.next]
-			r.r, r.next = r.r+r.next, 0
+			line := r.take()
 			if long {
 				r.long = append(r.long, line...)
 				line = r.long
 			}
-			return r.trim(line)
+			return r.check(line)
 		}
 		if r.err != nil {
-			line := r.buf[r.r:r.w]
+			// What follows the last terminator is no line: the
+			// standard's lines all end in one, and a client drops
+			// the rest.
 			r.r = r.w
-			if long {
-				r.long = append(r.long, line...)
-				line = r.long
-			}
-			if len(line) > 0 && errors.Is(r.err, io.EOF) {
-				return r.trim(line)
-			}
 			return nil, r.err
 		}
 		if r.w == len(r.buf) {
@@ -110,6 +136,14 @@ func (r *Reader) readLine() ([]byte, error) {
 
 // fill reads once into the free end of the buffer.
 func (r *Reader) fill() {
+	r.read()
+	if !r.bomChecked {
+		r.skipBOM()
+	}
+}
+
+// read reads until it gets bytes or an error.
+func (r *Reader) read() {
 	for range maxEmptyReads {
 		n, err := r.rd.Read(r.buf[r.w:])
 		r.w += n
@@ -124,61 +158,82 @@ func (r *Reader) fill() {
 	r.err = io.ErrNoProgress
 }
 
-// trim cuts a line's terminator and refuses it over the limit.
-func (r *Reader) trim(line []byte) ([]byte, error) {
-	// Byte tests, not bytes.TrimSuffix: this runs once a line, and the
-	// general helper's comparison costs more than the rest of the read.
-	if n := len(line); n > 0 && line[n-1] == '\n' {
-		line = line[:n-1]
+// skipBOM drops a byte order mark at the start of the stream once it can
+// tell: a partial mark contains no line terminator, so no line is taken
+// before it is decided.
+func (r *Reader) skipBOM() {
+	b := r.buf[r.r:r.w]
+	n := min(len(b), len(bom))
+	switch {
+	case !bytes.Equal(b[:n], bom[:n]):
+		r.bomChecked = true
+	case n == len(bom):
+		r.r += n
+		r.bomChecked = true
+	case r.err != nil:
+		r.bomChecked = true
 	}
-	return r.cut(line)
 }
 
-// cut cuts the CR of a CRLF terminator whose LF is cut already, and
-// refuses the line over the limit.
-func (r *Reader) cut(line []byte) ([]byte, error) {
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
+// check refuses a line over the limit.
+func (r *Reader) check(line []byte) ([]byte, error) {
 	if len(line) > r.max {
 		return nil, r.tooLong()
 	}
 	return line, nil
 }
 
-// tooLong is out of line, so trim is small enough to inline.
+// tooLong is out of line, so ReadLine is small enough to inline.
 func (r *Reader) tooLong() error { return fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.max) }
 
 // SkipEmpty consumes the next line if it is empty and already buffered, and
 // reports whether it did: the blank line that ends every event is taken
 // without a ReadLine of its own.
 func (r *Reader) SkipEmpty() bool {
-	if r.next > 0 {
-		if r.next == 1 || r.next == 2 && r.buf[r.r] == '\r' {
-			r.r, r.next = r.r+r.next, 0
-			return true
-		}
+	if !r.Buffered() || r.next != r.term {
 		return false
 	}
-	switch {
-	case r.r < r.w && r.buf[r.r] == '\n':
-		r.r++
-		return true
-	case r.r+1 < r.w && r.buf[r.r] == '\r' && r.buf[r.r+1] == '\n':
-		r.r += 2
-		return true
-	}
-	return false
+	r.take()
+	return true
 }
 
 // Buffered reports whether the next ReadLine can be answered without reading
 // from the connection: when it cannot, the caller should flush what it has
 // written, so that no event waits on a read that may block.
+//
+// A line ends at the first LF or CR. A CR is the whole terminator unless an
+// LF follows it; when the CR is the last byte read, the line is taken all
+// the same (a client does not wait either) and an LF that arrives next is
+// dropped as the rest of its CRLF.
 func (r *Reader) Buffered() bool {
 	if r.next > 0 {
 		return true
 	}
-	i := bytes.IndexByte(r.buf[r.r:r.w], '\n')
-	r.next = i + 1
-	return i >= 0
+	if r.cr {
+		if r.r == r.w {
+			return false
+		}
+		if r.buf[r.r] == '\n' {
+			r.r++
+		}
+		r.cr = false
+	}
+	b := r.buf[r.r:r.w]
+	lf := bytes.IndexByte(b, '\n')
+	end := lf
+	if lf < 0 {
+		end = len(b)
+	}
+	// The common line has no CR: this second search is over one line.
+	switch cr := bytes.IndexByte(b[:end], '\r'); {
+	case cr >= 0 && cr+1 == lf:
+		r.next, r.term = cr+2, 2
+	case cr >= 0:
+		r.next, r.term = cr+1, 1
+	case lf >= 0:
+		r.next, r.term = lf+1, 1
+	default:
+		return false
+	}
+	return true
 }

@@ -22,14 +22,22 @@ func lines(t *testing.T, r *Reader) ([]string, error) {
 }
 
 func TestReadLine(t *testing.T) {
-	in := "data: a\r\n\r\n: comment\nevent: x\ndata: b\n\nlast"
-	got, err := lines(t, NewReader(iotest.OneByteReader(strings.NewReader(in)), 16, 64))
-	if !errors.Is(err, io.EOF) {
-		t.Fatalf("err = %v", err)
-	}
-	want := []string{"data: a", "", ": comment", "event: x", "data: b", "", "last"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Fatalf("lines = %q, want %q", got, want)
+	in := "\xEF\xBB\xBFdata: a\r\n\r\n: comment\nevent: x\ndata: b\n\ndata: c\rdata: d\r\r\n\rlast"
+	for name, src := range map[string]func() io.Reader{
+		"whole":       func() io.Reader { return strings.NewReader(in) },
+		"byte a read": func() io.Reader { return iotest.OneByteReader(strings.NewReader(in)) },
+	} {
+		got, err := lines(t, NewReader(src(), 16, 64))
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("%s: err = %v", name, err)
+		}
+		// The BOM is no part of the first line; a lone CR ends a line,
+		// a CRLF split between two reads ends only one, and what no
+		// terminator ends is no line.
+		want := []string{"data: a", "", ": comment", "event: x", "data: b", "", "data: c", "data: d", "", ""}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Fatalf("%s: lines = %q, want %q", name, got, want)
+		}
 	}
 }
 
@@ -85,37 +93,57 @@ func TestBufferedTellsWhenTheNextReadWouldBlock(t *testing.T) {
 func FuzzReadLine(f *testing.F) {
 	f.Add([]byte("data: {\"a\":1}\n\n"), 8)
 	f.Add([]byte("x\r\n\r\r\n\n"), 1)
+	f.Add([]byte("\xEF\xBB\xBFdata: a\r\rdata: b\r"), 1)
 	f.Add([]byte(strings.Repeat("q", 300)), 3)
 	f.Fuzz(func(t *testing.T, in []byte, size int) {
 		size = 16 + abs(size)%64
-		// The lines as a split of the whole input says they are: the
-		// reader must return exactly these, up to the first too long.
-		want := strings.Split(string(in), "\n")
-		if want[len(want)-1] == "" {
-			want = want[:len(want)-1]
-		}
+		// The lines as the standard's plain split of the whole input says
+		// they are: the reader must return exactly these, up to the first
+		// too long.
+		want := specLines(in)
 		r := iotest.HalfReader(bytes.NewReader(in))
 		rd := NewReader(r, size, 128)
 		for i := 0; ; i++ {
 			l, err := rd.ReadLine()
 			if i == len(want) {
-				if !errors.Is(err, io.EOF) {
+				// Past the last line: the end, or a tail no terminator
+				// ends that is already over the limit.
+				tail := len(in) - 1 - bytes.LastIndexAny(in, "\r\n")
+				if !errors.Is(err, io.EOF) && !(errors.Is(err, ErrLineTooLong) && tail > 128) {
 					t.Fatalf("after the last line: %q, %v; want io.EOF", l, err)
 				}
 				return
 			}
-			w := strings.TrimSuffix(want[i], "\r")
-			if len(w) > 128 {
+			if w := want[i]; len(w) > 128 {
 				if !errors.Is(err, ErrLineTooLong) {
 					t.Fatalf("line %d of %d bytes: %q, %v; want ErrLineTooLong", i, len(w), l, err)
 				}
 				return
-			}
-			if err != nil || string(l) != w {
+			} else if err != nil || string(l) != w {
 				t.Fatalf("line %d: %q, %v; want %q", i, l, err, w)
 			}
 		}
 	})
+}
+
+// specLines splits a stream into lines as the standard states it, one rule
+// at a time and with no buffer: one leading U+FEFF is dropped; a line ends
+// at CRLF, LF or a lone CR; what follows the last terminator is no line.
+func specLines(in []byte) []string {
+	s := strings.TrimPrefix(string(in), "\uFEFF")
+	var out []string
+	for len(s) > 0 {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			break
+		}
+		out = append(out, s[:i])
+		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+			i++
+		}
+		s = s[i+1:]
+	}
+	return out
 }
 
 func abs(n int) int {

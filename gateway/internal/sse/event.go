@@ -1,0 +1,158 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// ErrEventTooLong is returned for an event whose data lines, joined, are
+// longer than the decoder's limit: many short data lines must not buffer
+// without bound where one long line may not.
+var ErrEventTooLong = errors.New("sse: event too long")
+
+// Event is one of three things a client's EventSource acts on: a block of
+// lines ended by a blank line; a retry field (Retry not nil), which the
+// client takes as it is read, in a block or not; or a comment line
+// (Comment).
+//
+// Its slices are the Decoder's, valid until the next call to Next, and the
+// caller may change their bytes until then.
+type Event struct {
+	// Data is the event's data lines joined with LF: the client's
+	// event.data.
+	Data []byte
+	// HasData says the block had a data field, so the client dispatches
+	// an event, whose Data may be empty.
+	HasData bool
+	// Type is the last event field's value: the client's event type when
+	// it dispatches ("message" when empty).
+	Type []byte
+	// ID is the last id field's value, when HasID: the client's
+	// lastEventId from this block on, dispatched or not.
+	ID    []byte
+	HasID bool
+	// Retry is a retry field's value, all ASCII digits: the client's
+	// reconnection time in milliseconds from now on.
+	Retry []byte
+	// Comment says this is a comment line, reported as it is read: no
+	// client sees it, but it keeps an idle connection alive.
+	Comment bool
+}
+
+// Decoder turns the lines of a Reader into the events a client decodes,
+// by the standard's rules: a line "name: value" is a field (one space after
+// the colon is dropped; a line without a colon is a field with an empty
+// value), a line starting with a colon is a comment, and a blank line ends
+// the block. A block with neither a data nor an id field dispatches nothing
+// and is not returned; a block the stream ends in the middle of is dropped,
+// as a client drops it.
+type Decoder struct {
+	rd *Reader
+	// wait runs before a read that may block, so what the caller made of
+	// earlier events need not wait on it.
+	wait func() error
+	max  int
+	// The block being read: its data lines so far (each followed by an
+	// LF), its event type and id.
+	data, typ, id, retry []byte
+	hasData, hasID       bool
+	ignored              int
+}
+
+// NewDecoder decodes the lines of rd, refusing an event with more than
+// maxData bytes of data; wait, if not nil, runs before every read that may
+// block, and an error it returns ends the stream.
+func NewDecoder(rd *Reader, maxData int, wait func() error) *Decoder {
+	return &Decoder{rd: rd, max: maxData, wait: wait}
+}
+
+// Ignored reports how many fields the decoder has ignored so far, as a
+// client ignores them: a field with another name, an id holding U+0000, a
+// retry that is not all digits.
+func (d *Decoder) Ignored() int { return d.ignored }
+
+var dataField = []byte("data: ")
+
+// Next returns the next event, or the error that ended the stream: the
+// Reader's (io.EOF at its end), ErrEventTooLong, or wait's.
+func (d *Decoder) Next() (Event, error) {
+	for {
+		if !d.rd.Buffered() && d.wait != nil {
+			if err := d.wait(); err != nil {
+				return Event{}, err
+			}
+		}
+		line, err := d.rd.ReadLine()
+		if err != nil {
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if ev, ok := d.dispatch(nil, false); ok {
+				return ev, nil
+			}
+			continue
+		}
+		// The common event, one data line with its blank line already
+		// read: its value is returned where it lies, not copied.
+		if value, ok := bytes.CutPrefix(line, dataField); ok && !d.hasData && d.rd.SkipEmpty() {
+			ev, _ := d.dispatch(value, true)
+			return ev, nil
+		}
+		if line[0] == ':' {
+			return Event{Comment: true}, nil
+		}
+		retry, err := d.field(line)
+		if err != nil {
+			return Event{}, err
+		}
+		if retry {
+			return Event{Retry: d.retry}, nil
+		}
+	}
+}
+
+// dispatch ends the block. When value is not nil it is the block's only
+// data, not yet copied.
+func (d *Decoder) dispatch(value []byte, only bool) (Event, bool) {
+	ev := Event{Data: value, HasData: only || d.hasData, Type: d.typ, ID: d.id, HasID: d.hasID}
+	if !only && d.hasData {
+		ev.Data = d.data[:len(d.data)-1] // the standard drops the last LF
+	}
+	d.data, d.typ, d.id = d.data[:0], d.typ[:0], d.id[:0]
+	d.hasData, d.hasID = false, false
+	return ev, ev.HasData || ev.HasID
+}
+
+// field takes one field line into the block, or reports a retry field to
+// return as it is.
+func (d *Decoder) field(line []byte) (retry bool, err error) {
+	name, value, _ := bytes.Cut(line, []byte{':'})
+	value = bytes.TrimPrefix(value, []byte{' '})
+	switch string(name) {
+	case "data":
+		if len(d.data)+len(value)+1 > d.max {
+			return false, fmt.Errorf("%w: over %d bytes of data", ErrEventTooLong, d.max)
+		}
+		d.data = append(append(d.data, value...), '\n')
+		d.hasData = true
+	case "event":
+		d.typ = append(d.typ[:0], value...)
+	case "id":
+		if bytes.IndexByte(value, 0) >= 0 {
+			d.ignored++
+			return false, nil
+		}
+		d.id, d.hasID = append(d.id[:0], value...), true
+	case "retry":
+		if len(value) == 0 || bytes.ContainsFunc(value, func(r rune) bool { return r < '0' || r > '9' }) {
+			d.ignored++
+			return false, nil
+		}
+		d.retry = append(d.retry[:0], value...)
+		return true, nil
+	default:
+		d.ignored++
+	}
+	return false, nil
+}

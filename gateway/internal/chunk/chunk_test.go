@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -166,7 +167,8 @@ func FuzzScan(f *testing.F) {
 		}
 		valid := json.Valid(payload)
 		switch {
-		case errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrBadIndex) || errors.Is(err, ErrUnredactable):
+		case errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrTooManyStrings) ||
+			errors.Is(err, ErrBadIndex) || errors.Is(err, ErrUnredactable):
 			return // limits of an ordinary chunk, not JSON's
 		case errors.Is(err, ErrBadUTF8):
 			// encoding/json takes invalid UTF-8 in a string for U+FFFD;
@@ -177,7 +179,7 @@ func FuzzScan(f *testing.F) {
 			}
 			repaired := bytes.ToValidUTF8(payload, []byte("\uFFFD"))
 			if _, err := sc.Scan(repaired); (err == nil) != valid && !errors.Is(err, ErrTooDeep) && !errors.Is(err, ErrTooMany) &&
-				!errors.Is(err, ErrBadIndex) && !errors.Is(err, ErrUnredactable) {
+				!errors.Is(err, ErrTooManyStrings) && !errors.Is(err, ErrBadIndex) && !errors.Is(err, ErrUnredactable) {
 				t.Fatalf("repaired %q: Scan says %v, json.Valid of the original %v", repaired, err, valid)
 			}
 			return
@@ -195,5 +197,45 @@ func FuzzScan(f *testing.F) {
 				t.Fatalf("span %q does not unquote: %v", payload[sp.Start:sp.End], err)
 			}
 		}
+		// Every string a client reads, keys included, is a text or one of
+		// the others: none is left out of redaction.
+		if err == nil {
+			if got, want := textsAndOthers(t, payload, spans, sc.Others()), jsonStrings(t, payload); got != want {
+				t.Fatalf("Scan(%q): texts and others %s; encoding/json's strings %s", payload, got, want)
+			}
+		}
 	})
+}
+
+// textsAndOthers lists the strings that spans and others bound, in document
+// order, decoded.
+func textsAndOthers(t *testing.T, payload []byte, spans, others []Span) string {
+	all := append(slices.Clone(spans), others...)
+	slices.SortFunc(all, func(a, b Span) int { return a.Start - b.Start })
+	var out []string
+	for _, sp := range all {
+		var s string
+		if err := json.Unmarshal(payload[sp.Start:sp.End], &s); err != nil {
+			t.Fatalf("%q: %v", payload[sp.Start:sp.End], err)
+		}
+		out = append(out, s)
+	}
+	return fmt.Sprintf("%q", out)
+}
+
+// jsonStrings lists every string token of payload, keys included, as
+// encoding/json reads them.
+func jsonStrings(t *testing.T, payload []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	var out []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if s, ok := tok.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return fmt.Sprintf("%q", out)
 }

@@ -55,10 +55,12 @@ type Span struct {
 }
 
 // Limits of what a chunk may hold; past them it is not an ordinary chunk
-// and Scan refuses it.
+// and Scan refuses it. MaxStrings bounds the other strings (Others) an
+// ordinary chunk has a dozen of.
 const (
-	MaxDepth = 32
-	MaxSpans = 64
+	MaxDepth   = 32
+	MaxSpans   = 64
+	MaxStrings = 1024
 )
 
 // Errors of Scan.
@@ -66,6 +68,9 @@ var (
 	ErrSyntax   = errors.New("chunk: not a JSON document")
 	ErrTooDeep  = errors.New("chunk: nested deeper than MaxDepth")
 	ErrTooMany  = errors.New("chunk: more than MaxSpans text strings")
+	// ErrTooManyStrings is a chunk with more than MaxStrings strings
+	// besides its texts, each of which a client may read.
+	ErrTooManyStrings = errors.New("chunk: more than MaxStrings strings besides its texts")
 	ErrBadIndex = errors.New("chunk: an index that is not a small non-negative integer")
 	// ErrBadUTF8 is a string that is not UTF-8: a client would decode
 	// U+FFFD for it, so the caller repairs the chunk and scans it again.
@@ -108,7 +113,17 @@ type Scanner struct {
 	// chunk (one in the shape has those of the walk that set it).
 	meta     []Span
 	finished []int
+	// others are the chunk's strings that are not texts: keys, ids, an
+	// error's message, anything a provider adds. A client can read them
+	// as well, so they are redacted too, each on its own.
+	others []Span
 }
+
+// Others returns the strings of the last chunk walked in full (not one
+// taken by the shortcut, whose others are those of the walk) that are not
+// texts, keys included, in document order: Start and End bound each quoted
+// string, Escaped says it has a backslash. Their Key is zero.
+func (s *Scanner) Others() []Span { return s.others }
 
 // Meta returns the metadata values of the last chunk walked in full (not
 // one taken by the shortcut): Start and End bound each value, Key.Choice
@@ -155,7 +170,7 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 	}
 	s.gen, s.hit, s.shaped = s.gen+1, false, false
 	s.p, s.spans, s.choices, s.tools = payload, s.spans[:0], s.choices[:0], s.tools[:0]
-	s.meta, s.finished = s.meta[:0], s.finished[:0]
+	s.meta, s.finished, s.others = s.meta[:0], s.finished[:0], s.others[:0]
 	i, err := s.value(skipSpace(payload, 0), 0, where{role: roleTop, choice: -1, tool: -1})
 	if err != nil {
 		return nil, err
@@ -237,8 +252,11 @@ func (s *Scanner) value(i, depth int, at where) (int, error) {
 	case c == '[':
 		return s.array(i, depth+1, at)
 	case c == '"':
-		end, _, err := stringEndChecked(s.p, i)
-		return end, err
+		end, escaped, err := stringEndChecked(s.p, i)
+		if err != nil {
+			return 0, err
+		}
+		return end, s.other(i, end, escaped)
 	case c == 't':
 		return literal(s.p, i, "true")
 	case c == 'f':
@@ -267,6 +285,9 @@ func (s *Scanner) object(i, depth int, at where) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if err := s.other(i, kEnd, escaped); err != nil {
+			return 0, err
+		}
 		key, err := s.unquoteKey(s.p[i:kEnd], escaped)
 		if err != nil {
 			return 0, err
@@ -284,6 +305,15 @@ func (s *Scanner) object(i, depth int, at where) (int, error) {
 			return i, err
 		}
 	}
+}
+
+// other records the string p[start:end] as one of the chunk's others.
+func (s *Scanner) other(start, end int, escaped bool) error {
+	if len(s.others) == MaxStrings {
+		return ErrTooManyStrings
+	}
+	s.others = append(s.others, Span{Start: start, End: end, Escaped: escaped})
+	return nil
 }
 
 // after reads past what follows a member or an element: a comma, and more

@@ -30,11 +30,21 @@ func (a *accounting) token() {
 	}
 }
 
-func (a *accounting) repair(reason string) {
+func (a *accounting) repair(reason string) { a.repairs(reason, 1) }
+
+func (a *accounting) repairs(reason string, n int) {
 	if a.repaired == nil {
 		a.repaired = map[string]int{}
 	}
-	a.repaired[reason]++
+	a.repaired[reason] += n
+}
+
+// ignored counts the fields of the upstream's that the decoder ignored,
+// as a client ignores them (sse.Decoder.Ignored).
+func (a *accounting) ignored(n int) {
+	if n > 0 {
+		a.repairs(reasonMalformed, n)
+	}
 }
 
 // settle charges the tenant for the tokens forwarded since the last

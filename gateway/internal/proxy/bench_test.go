@@ -125,7 +125,8 @@ func BenchmarkForward(b *testing.B) {
 		s := &stream{acct: accounting{start: time.Now()}}
 		s.begin(transcript.NewFixed(10000))
 		out := newFlusher(&discard{h: http.Header{}}, time.Second)
-		if err := s.forward(sse.NewReader(bytes.NewReader(body), 64<<10, 1<<20), out); err != nil {
+		dec := sse.NewDecoder(sse.NewReader(bytes.NewReader(body), 64<<10, 1<<20), 1<<20, out.flush)
+		if err := s.forward(dec, out); err != nil {
 			b.Fatal(err)
 		}
 	}

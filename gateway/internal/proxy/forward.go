@@ -25,10 +25,13 @@ type stream struct {
 	texts   []*textStream
 	scanner chunk.Scanner
 	// Reused per event: each span's stream and, for the escaped ones, its
-	// text decoded in text; a redaction. No pointers, so filling them
-	// costs no write barriers while the GC marks.
-	decoded   []decoded
-	text, red []byte
+	// text decoded in text; a redaction; the data of an event over several
+	// lines, made one. No pointers, so filling them costs no write barriers
+	// while the GC marks.
+	decoded           []decoded
+	text, red, joined []byte
+	// otherRedactions counts what was redacted outside the text streams.
+	otherRedactions [redact.NumKinds]int
 	// For token, of the chunks in the scanner's shape gen: the stream of
 	// their text, and their line up to its opening quote (the bytes
 	// before it are the same in each).
@@ -85,9 +88,9 @@ func (s *stream) textStream(key chunk.Key) int {
 	return len(s.texts) - 1
 }
 
-// redactions adds up what every text stream redacted.
+// redactions adds up what every text stream and the rest redacted.
 func (s *stream) redactions() [redact.NumKinds]int {
-	var counts [redact.NumKinds]int
+	counts := s.otherRedactions
 	for _, t := range s.texts {
 		for k, n := range t.red.Counts() {
 			counts[k] += n
@@ -96,41 +99,31 @@ func (s *stream) redactions() [redact.NumKinds]int {
 	return counts
 }
 
-// forward is the per-event loop. It returns nil once [DONE] is forwarded.
-func (s *stream) forward(rd *sse.Reader, out *flusher) error {
+// forward is the per-event loop over the events a client decodes (see
+// sse.Decoder). It returns nil once [DONE] is forwarded.
+//
+// What it forwards is normalised: every event the gateway writes is its
+// type and id lines, its data, and a blank line, with LF line ends, so
+// what the client decodes is what the gateway redacted and counted.
+func (s *stream) forward(dec *sse.Decoder, out *flusher) error {
 	for {
-		if !rd.Buffered() {
-			// The next read may block: nothing written may wait on it.
-			s.acct.settle()
-			if err := out.flush(); err != nil {
-				return err
-			}
-		}
-		line, err := rd.ReadLine()
+		ev, err := dec.Next()
 		if err != nil {
 			return err
 		}
-		done := false
-		switch value, isData := bytes.CutPrefix(line, dataPrefix); {
-		case len(line) == 0:
-			out.end() // the end of an event: every other line
-		case isData:
-			done, err = s.data(out, line, value)
+		switch {
+		case ev.Comment:
+			// A keep-alive. Its text is dropped, not forwarded: a
+			// client reading the raw stream could read it.
+			out.line(keepAlive)
+		case ev.Retry != nil:
+			out.buf = append(append(out.buf, "retry: "...), ev.Retry...)
+			out.end()
 		default:
-			// A data payload is checked for UTF-8 as it is scanned
-			// (dataEvent): the common line is not passed over twice.
-			if !utf8.Valid(line) {
-				line = s.repairUTF8(line)
+			done, err := s.event(out, ev)
+			if done || err != nil {
+				return err
 			}
-			if value, isData = s.otherLine(out, line); isData {
-				done, err = s.data(out, line, value)
-			}
-		}
-		if done || err != nil {
-			return err
-		}
-		if rd.SkipEmpty() {
-			out.end() // the end of the event, without a read of its own
 		}
 		if out.err != nil {
 			return out.err
@@ -138,59 +131,108 @@ func (s *stream) forward(rd *sse.Reader, out *flusher) error {
 	}
 }
 
-// data forwards a data line; done is true once it was [DONE] and the
-// stream is flushed.
-func (s *stream) data(out *flusher, line, value []byte) (done bool, err error) {
-	if string(value) == "[DONE]" {
-		s.flushTail(out)
-		out.line(line)
-		out.line(nil)
-		return true, out.flush()
-	}
-	return false, s.dataEvent(out, value)
-}
+var keepAlive = []byte(":")
 
-// otherLine forwards or drops a line, not empty, that does not start
-// "data: ", and returns the value of one that is a data line all the same
-// ("data:x").
-func (s *stream) otherLine(out *flusher, line []byte) (value []byte, isData bool) {
-	field, value, isField := bytes.Cut(line, []byte{':'})
+// event forwards one block of the upstream's. done is true once it was
+// [DONE] and the stream is flushed.
+func (s *stream) event(out *flusher, ev *sse.Event) (done bool, err error) {
 	switch {
-	case line[0] == ':':
-		// A comment (keep-alive): pass through.
-		out.line(line)
-	case !isField:
-		s.acct.repair(reasonMalformed)
-	case string(field) == "data":
-		return bytes.TrimPrefix(value, []byte{' '}), true
-	case string(field) == "event" || string(field) == "id" || string(field) == "retry":
-		out.line(line)
+	case !ev.HasData:
+		// An id alone: the client keeps it as its lastEventId.
+		s.fields(out, ev)
+	case string(ev.Data) == "[DONE]":
+		s.flushTail(out)
+		s.fields(out, ev)
+		out.line(doneLine)
+		out.end()
+		return true, out.flush()
 	default:
-		s.acct.repair(reasonMalformed)
+		if err := s.dataEvent(out, ev); err != nil {
+			return false, err
+		}
 	}
-	return nil, false
+	out.end() // the blank line that ends the event
+	return false, nil
 }
 
-// dataEvent forwards one data payload with every text in it redacted
+var doneLine = []byte("data: [DONE]")
+
+// fields writes the event's type and id, each redacted as a text of its
+// own: a client reads both, and the id becomes its lastEventId.
+func (s *stream) fields(out *flusher, ev *sse.Event) {
+	if len(ev.Type) > 0 {
+		s.field(out, "event: ", ev.Type)
+	}
+	if ev.HasID {
+		s.field(out, "id: ", ev.ID)
+	}
+}
+
+func (s *stream) field(out *flusher, name string, value []byte) {
+	if !utf8.Valid(value) {
+		value = s.repairUTF8(value)
+	}
+	red, _ := s.redactText(value)
+	out.buf = append(append(out.buf, name...), red...)
+	out.end()
+}
+
+// redactText redacts a whole string that is no part of a text stream (a
+// field, a key, an error's message), counting what it redacts, and says
+// whether it changed.
+func (s *stream) redactText(text []byte) (red []byte, changed bool) {
+	red, counts := redact.Text(text)
+	for k, n := range counts {
+		s.otherRedactions[k] += n
+		changed = changed || n > 0
+	}
+	return red, changed
+}
+
+// dataEvent forwards the data of one event with every text in it redacted
 // (each text stream holding back a tail that may still become PII),
-// counted, and added to the transcript by the build's parser. The rest of a
-// chunk (ids, model, role, finish reason, numbers) is metadata and passes
-// as it came: redacting it as text would turn a "created" timestamp into a
-// phone number and the chunk into invalid JSON.
+// counted, and added to the transcript by the build's parser. The other
+// strings of a chunk (ids, keys, an error's message) are redacted each on
+// its own (redactOthers); numbers and the rest of its structure pass as
+// they came: redacting the raw JSON as text would turn a "created"
+// timestamp into a phone number and the chunk into invalid JSON.
 //
 // A chunk that is JSON but past the limits of an ordinary one (nested too
 // deep, an index no client tells apart, more texts than the gateway keeps
 // state for, log probabilities or audio it never asked for) ends the
 // stream: a client would decode it, escapes and all, and the gateway
 // cannot redact what it does not walk.
-func (s *stream) dataEvent(out *flusher, payload []byte) error {
+func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
+	payload, joined := ev.Data, ev.Lines
+	if joined {
+		// Data over several lines. If it is JSON, each LF is white
+		// space between its tokens (a string holds none raw), so it
+		// scans the same as one line; if not, it goes out as text.
+		s.joined = append(s.joined[:0], payload...)
+		for i, c := range s.joined {
+			if c == '\n' {
+				s.joined[i] = ' '
+			}
+		}
+		payload = s.joined
+	}
 	spans, err := s.scanner.Scan(payload)
 	if err != nil && errors.Is(err, chunk.ErrBadUTF8) {
 		payload = s.repairUTF8(payload)
 		spans, err = s.scanner.Scan(payload)
 	}
+	if _, hit := s.scanner.Shape(); err == nil && !hit {
+		// A chunk walked in full: its other strings are checked. One in
+		// the shape of the last walk has the same bytes outside its text,
+		// checked then.
+		if clean, changed := s.redactOthers(payload); changed {
+			payload = clean
+			spans, err = s.scanner.Scan(payload)
+		}
+	}
 	switch {
 	case err == nil:
+		s.fields(out, ev)
 		if s.token(out, payload, spans) {
 			return nil
 		}
@@ -215,20 +257,59 @@ func (s *stream) dataEvent(out *flusher, payload []byte) error {
 		}
 	case errors.Is(err, chunk.ErrTooMany):
 		return unredactable{reasonTooManyTexts, err.Error()}
-	case errors.Is(err, chunk.ErrTooDeep) || errors.Is(err, chunk.ErrBadIndex) || errors.Is(err, chunk.ErrUnredactable):
+	case errors.Is(err, chunk.ErrTooDeep) || errors.Is(err, chunk.ErrBadIndex) || errors.Is(err, chunk.ErrUnredactable) ||
+		errors.Is(err, chunk.ErrTooManyStrings):
 		return unredactable{reasonUnredactable, err.Error()}
 	}
-	// Not JSON, so no client decodes it either: redacted as plain text, so
-	// nothing unparsable carries PII past the gateway.
+	// Not JSON, so no client decodes it either: redacted as plain text,
+	// as the client has it, so nothing unparsable carries PII past the
+	// gateway. Its lines go out as data lines of one event.
+	if joined {
+		payload = ev.Data
+	}
 	if !utf8.Valid(payload) {
 		payload = s.repairUTF8(payload)
 	}
 	s.acct.repair(reasonInvalidJSON)
-	red, _ := redact.Text(payload)
-	from := len(out.buf)
-	out.buf = append(append(out.buf, dataPrefix...), red...)
-	s.emit(out, from)
+	s.fields(out, ev)
+	red, _ := s.redactText(payload)
+	for line := range bytes.SplitSeq(red, []byte{'\n'}) {
+		from := len(out.buf)
+		out.buf = append(append(out.buf, dataPrefix...), line...)
+		transcript.AppendLine(s.tr, out.buf[from:])
+		out.end()
+	}
+	s.acct.events++
 	return nil
+}
+
+// redactOthers returns payload with each of the scanner's other strings
+// redacted as a text of its own, and whether any changed. It builds a new
+// payload only then: an ordinary chunk's ids and keys hold no PII, and
+// their check allocates nothing.
+func (s *stream) redactOthers(payload []byte) ([]byte, bool) {
+	var clean []byte
+	last := 0
+	for _, sp := range s.scanner.Others() {
+		text := payload[sp.Start+1 : sp.End-1]
+		if sp.Escaped {
+			var err error
+			if s.text, err = openai.AppendUnquote(s.text[:0], payload[sp.Start:sp.End]); err != nil {
+				continue // cannot happen: the scanner checked its escapes
+			}
+			text = s.text
+		}
+		red, changed := s.redactText(text)
+		if !changed {
+			continue
+		}
+		clean = append(append(clean, payload[last:sp.Start]...), openai.AppendQuote(nil, red)...)
+		last = sp.End
+	}
+	if clean == nil {
+		return payload, false
+	}
+	return append(clean, payload[last:]...), true
 }
 
 // repairUTF8 returns payload with each invalid sequence made U+FFFD, as a

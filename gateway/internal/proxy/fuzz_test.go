@@ -9,6 +9,7 @@ import (
 
 	"burnlab/gateway/internal/chunk"
 	"burnlab/gateway/internal/redact"
+	"burnlab/gateway/internal/sse"
 	"burnlab/gateway/internal/transcript"
 )
 
@@ -94,7 +95,7 @@ func rewriteAll(t *testing.T, payloads ...string) []string {
 	rec := httptest.NewRecorder()
 	out := newFlusher(rec, time.Second)
 	for _, p := range payloads {
-		if err := s.dataEvent(out, []byte(p)); err != nil {
+		if err := s.dataEvent(out, &sse.Event{Data: []byte(p), HasData: true}); err != nil {
 			break // the stream ends there, as forward ends it
 		}
 		out.line(nil)

@@ -149,10 +149,14 @@ func TestRepairsOddLinesAndKeepsGoing(t *testing.T) {
 		`data: {"choices":[{"delta":{"role":"assistant"}}]}`, "",
 		chunkLine("end"), "", "data: [DONE]", ""))
 	_, body := l.stream(t)
-	for _, want := range []string{": keep-alive\n", "event: message\n", "id: 7\n", "retry: 1000\n"} {
+	// The comment goes on as a keep-alive without its text.
+	for _, want := range []string{":\n", "event: message\n", "id: 7\n", "retry: 1000\n"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("SSE field %q not forwarded", want)
 		}
+	}
+	if strings.Contains(body, "keep-alive") {
+		t.Errorf("a comment's text was forwarded:\n%s", body)
 	}
 	if strings.Contains(body, "garbage") || strings.Contains(body, "weird") || strings.Contains(body, "\r") {
 		t.Errorf("malformed lines or CRs forwarded:\n%s", body)

@@ -72,7 +72,14 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	s.begin(h.cfg.NewTranscript(req.maxTokens))
 	out := newFlusher(w, h.cfg.ClientWriteTimeout)
 	defer out.done()
-	err = s.forward(rd, out)
+	// Before a read that may block, what is written must not wait on it,
+	// and the tenant pays for what it got.
+	dec := sse.NewDecoder(rd, h.cfg.MaxLine, func() error {
+		s.acct.settle()
+		return out.flush()
+	})
+	err = s.forward(dec, out)
+	s.acct.ignored(dec.Ignored())
 	switch {
 	case err == nil:
 		return result{outcome: OutcomeOK, status: http.StatusOK}
@@ -103,7 +110,7 @@ func classifyReadError(err, cause error) string {
 		return u.reason
 	case errors.Is(cause, errIdle):
 		return reasonIdle
-	case errors.Is(err, sse.ErrLineTooLong):
+	case errors.Is(err, sse.ErrLineTooLong) || errors.Is(err, sse.ErrEventTooLong):
 		return reasonLineTooLong
 	case errors.Is(err, io.EOF):
 		return reasonNoDone

@@ -23,8 +23,9 @@ type Event struct {
 	// event.data.
 	Data []byte
 	// HasData says the block had a data field, so the client dispatches
-	// an event, whose Data may be empty.
-	HasData bool
+	// an event, whose Data may be empty. Lines says it had more than one,
+	// so Data holds the LFs that joined them.
+	HasData, Lines bool
 	// Type is the last event field's value: the client's event type when
 	// it dispatches ("message" when empty).
 	Type []byte
@@ -53,11 +54,17 @@ type Decoder struct {
 	// earlier events need not wait on it.
 	wait func() error
 	max  int
-	// The block being read: its data lines so far (each followed by an
-	// LF), its event type and id.
-	data, typ, id, retry []byte
-	hasData, hasID       bool
-	ignored              int
+	// ev is the block being read, returned when it ends: its type and id
+	// are kept in it as they are read, and data holds its data lines so
+	// far, each followed by an LF. ended says it was returned, so the
+	// next block starts afresh.
+	ev    Event
+	data  []byte
+	lines int
+	ended bool
+	// note is a comment or a retry, returned as it is read.
+	note    Event
+	ignored int
 }
 
 // NewDecoder decodes the lines of rd, refusing an event with more than
@@ -74,54 +81,75 @@ func (d *Decoder) Ignored() int { return d.ignored }
 
 var dataField = []byte("data: ")
 
-// Next returns the next event, or the error that ended the stream: the
-// Reader's (io.EOF at its end), ErrEventTooLong, or wait's.
-func (d *Decoder) Next() (Event, error) {
+// Next returns the next event, the Decoder's until the next call, or the
+// error that ended the stream: the Reader's (io.EOF at its end),
+// ErrEventTooLong, or wait's.
+func (d *Decoder) Next() (*Event, error) {
+	if d.ended {
+		d.reset()
+	}
 	for {
 		if !d.rd.Buffered() && d.wait != nil {
 			if err := d.wait(); err != nil {
-				return Event{}, err
+				return nil, err
 			}
 		}
 		line, err := d.rd.ReadLine()
 		if err != nil {
-			return Event{}, err
+			return nil, err
 		}
 		if len(line) == 0 {
-			if ev, ok := d.dispatch(nil, false); ok {
-				return ev, nil
+			if d.end() {
+				return &d.ev, nil
 			}
 			continue
 		}
 		// The common event, one data line with its blank line already
 		// read: its value is returned where it lies, not copied.
-		if value, ok := bytes.CutPrefix(line, dataField); ok && !d.hasData && d.rd.SkipEmpty() {
-			ev, _ := d.dispatch(value, true)
-			return ev, nil
+		if value, ok := bytes.CutPrefix(line, dataField); ok && d.lines == 0 && d.rd.SkipEmpty() {
+			d.ev.Data, d.ev.HasData, d.ended = value, true, true
+			return &d.ev, nil
 		}
 		if line[0] == ':' {
-			return Event{Comment: true}, nil
+			d.note = Event{Comment: true}
+			return &d.note, nil
 		}
 		retry, err := d.field(line)
 		if err != nil {
-			return Event{}, err
+			return nil, err
 		}
 		if retry {
-			return Event{Retry: d.retry}, nil
+			return &d.note, nil
 		}
 	}
 }
 
-// dispatch ends the block. When value is not nil it is the block's only
-// data, not yet copied.
-func (d *Decoder) dispatch(value []byte, only bool) (Event, bool) {
-	ev := Event{Data: value, HasData: only || d.hasData, Type: d.typ, ID: d.id, HasID: d.hasID}
-	if !only && d.hasData {
-		ev.Data = d.data[:len(d.data)-1] // the standard drops the last LF
+// end ends the block at its blank line, and reports whether it is an event
+// to return: one with data or an id.
+func (d *Decoder) end() bool {
+	if d.lines > 0 {
+		d.ev.Data = d.data[:len(d.data)-1] // the standard drops the last LF
+		d.ev.HasData, d.ev.Lines = true, d.lines > 1
 	}
-	d.data, d.typ, d.id = d.data[:0], d.typ[:0], d.id[:0]
-	d.hasData, d.hasID = false, false
-	return ev, ev.HasData || ev.HasID
+	if d.ev.HasData || d.ev.HasID {
+		d.ended = true
+		return true
+	}
+	d.reset()
+	return false
+}
+
+// reset starts a new block. Only what is set is stored: this runs for
+// every event, and each store of a slice costs a write barrier while the
+// GC marks.
+func (d *Decoder) reset() {
+	if len(d.ev.Type) > 0 {
+		d.ev.Type = d.ev.Type[:0]
+	}
+	if d.lines > 0 {
+		d.data, d.lines, d.ev.Lines = d.data[:0], 0, false
+	}
+	d.ev.HasData, d.ev.HasID, d.ended = false, false, false
 }
 
 // field takes one field line into the block, or reports a retry field to
@@ -135,21 +163,21 @@ func (d *Decoder) field(line []byte) (retry bool, err error) {
 			return false, fmt.Errorf("%w: over %d bytes of data", ErrEventTooLong, d.max)
 		}
 		d.data = append(append(d.data, value...), '\n')
-		d.hasData = true
+		d.lines++
 	case "event":
-		d.typ = append(d.typ[:0], value...)
+		d.ev.Type = append(d.ev.Type[:0], value...)
 	case "id":
 		if bytes.IndexByte(value, 0) >= 0 {
 			d.ignored++
 			return false, nil
 		}
-		d.id, d.hasID = append(d.id[:0], value...), true
+		d.ev.ID, d.ev.HasID = append(d.ev.ID[:0], value...), true
 	case "retry":
 		if len(value) == 0 || bytes.ContainsFunc(value, func(r rune) bool { return r < '0' || r > '9' }) {
 			d.ignored++
 			return false, nil
 		}
-		d.retry = append(d.retry[:0], value...)
+		d.note = Event{Retry: append(d.note.Retry[:0], value...)}
 		return true, nil
 	default:
 		d.ignored++

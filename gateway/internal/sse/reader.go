@@ -44,6 +44,10 @@ type Reader struct {
 	// cr says the last line ended in a CR that may be the first half of a
 	// CRLF: an LF that follows it ends no line of its own.
 	cr bool
+	// buf[r:noCR] holds no CR, and buf[noCR] is one when noCR < w. A
+	// stream of LF lines has no CR at all: one search of what each read
+	// brought answers for every line in it, not a search a line.
+	noCR int
 	// bomChecked says the start of the stream was looked at for a byte
 	// order mark.
 	bomChecked bool
@@ -121,12 +125,13 @@ func (r *Reader) readLine() ([]byte, error) {
 			if r.r == 0 {
 				// A line longer than the buffer: it is assembled aside.
 				r.long, long = append(r.long, r.buf...), true
-				r.w = 0
+				r.w, r.noCR = 0, 0
 				if len(r.long) > r.max {
 					return nil, r.tooLong()
 				}
 			} else {
 				r.w = copy(r.buf, r.buf[r.r:r.w])
+				r.noCR = max(r.noCR-r.r, 0)
 				r.r = 0
 			}
 		}
@@ -188,12 +193,33 @@ func (r *Reader) tooLong() error { return fmt.Errorf("%w: over %d bytes", ErrLin
 
 // SkipEmpty consumes the next line if it is empty and already buffered, and
 // reports whether it did: the blank line that ends every event is taken
-// without a ReadLine of its own.
+// without a ReadLine of its own, nor a search.
 func (r *Reader) SkipEmpty() bool {
-	if !r.Buffered() || r.next != r.term {
+	if r.next > 0 {
+		if r.next != r.term {
+			return false
+		}
+		r.take()
+		return true
+	}
+	if r.cr {
+		if r.r == r.w {
+			return false
+		}
+		if r.buf[r.r] == '\n' {
+			r.r++
+		}
+		r.cr = false
+	}
+	switch {
+	case r.r < r.w && r.buf[r.r] == '\n':
+		r.r++
+	case r.r < r.w && r.buf[r.r] == '\r':
+		r.r++
+		r.cr = true // an LF next is the rest of a CRLF
+	default:
 		return false
 	}
-	r.take()
 	return true
 }
 
@@ -224,8 +250,7 @@ func (r *Reader) Buffered() bool {
 	if lf < 0 {
 		end = len(b)
 	}
-	// The common line has no CR: this second search is over one line.
-	switch cr := bytes.IndexByte(b[:end], '\r'); {
+	switch cr := r.crBefore(r.r + end); {
 	case cr >= 0 && cr+1 == lf:
 		r.next, r.term = cr+2, 2
 	case cr >= 0:
@@ -236,4 +261,23 @@ func (r *Reader) Buffered() bool {
 		return false
 	}
 	return true
+}
+
+// crBefore returns where the first CR in buf[r:end] is, from r, or -1.
+func (r *Reader) crBefore(end int) int {
+	if r.noCR < r.r {
+		r.noCR = r.r // the CR it pointed at is read
+	}
+	if r.noCR < r.w && r.buf[r.noCR] != '\r' {
+		// What a read brought since the last search.
+		if i := bytes.IndexByte(r.buf[r.noCR:r.w], '\r'); i >= 0 {
+			r.noCR += i
+		} else {
+			r.noCR = r.w
+		}
+	}
+	if r.noCR < end {
+		return r.noCR - r.r
+	}
+	return -1
 }

@@ -65,13 +65,13 @@ const (
 
 // Errors of Scan.
 var (
-	ErrSyntax   = errors.New("chunk: not a JSON document")
-	ErrTooDeep  = errors.New("chunk: nested deeper than MaxDepth")
-	ErrTooMany  = errors.New("chunk: more than MaxSpans text strings")
+	ErrSyntax  = errors.New("chunk: not a JSON document")
+	ErrTooDeep = errors.New("chunk: nested deeper than MaxDepth")
+	ErrTooMany = errors.New("chunk: more than MaxSpans text strings")
 	// ErrTooManyStrings is a chunk with more than MaxStrings strings
 	// besides its texts, each of which a client may read.
 	ErrTooManyStrings = errors.New("chunk: more than MaxStrings strings besides its texts")
-	ErrBadIndex = errors.New("chunk: an index that is not a small non-negative integer")
+	ErrBadIndex       = errors.New("chunk: an index that is not a small non-negative integer")
 	// ErrBadUTF8 is a string that is not UTF-8: a client would decode
 	// U+FFFD for it, so the caller repairs the chunk and scans it again.
 	ErrBadUTF8 = errors.New("chunk: invalid UTF-8 in a string")

@@ -107,6 +107,9 @@ func (h *Handler) record(s *stream, res result) {
 	if s.tr != nil {
 		ev = ev.Int("transcript_bytes", len(s.tr.String()))
 	}
+	if s.truncated {
+		ev = ev.Bool("transcript_truncated", true)
+	}
 	if res.reason != "" {
 		ev = ev.Str("reason", res.reason)
 	}

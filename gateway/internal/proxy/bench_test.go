@@ -122,7 +122,7 @@ func BenchmarkForward(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	cpu0 := cpuTime()
 	for b.Loop() {
-		s := &stream{acct: accounting{start: time.Now()}}
+		s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults()}
 		s.begin(transcript.NewFixed(10000))
 		out := newFlusher(&discard{h: http.Header{}}, time.Second)
 		dec := sse.NewDecoder(sse.NewReader(bytes.NewReader(body), 64<<10, 1<<20), 1<<20, out.flush)

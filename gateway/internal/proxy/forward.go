@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -19,6 +20,14 @@ type stream struct {
 	route, id string
 	acct      accounting
 	tr        transcript.Transcript
+	lim       Limits
+	// What the stream has cost against lim: events read from the
+	// upstream, bytes offered to the transcript (and whether some were
+	// left out), bytes its text streams hold between events; over is the
+	// limit it passed, which ends it after the event at hand.
+	read, kept, held int
+	truncated        bool
+	over             error
 
 	// texts are the response's text streams, each redacted with its own
 	// hold-back state, in order of first appearance.
@@ -111,6 +120,9 @@ func (s *stream) forward(dec *sse.Decoder, out *flusher) error {
 		if err != nil {
 			return err
 		}
+		if s.read++; s.read > s.lim.Events {
+			return eventsLimit(s.lim.Events)
+		}
 		switch {
 		case ev.Comment:
 			// A keep-alive. Its text is dropped, not forwarded: a
@@ -127,6 +139,9 @@ func (s *stream) forward(dec *sse.Decoder, out *flusher) error {
 		}
 		if out.err != nil {
 			return out.err
+		}
+		if s.over != nil {
+			return s.over
 		}
 	}
 }
@@ -250,6 +265,7 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 			from := len(out.buf)
 			out.buf = s.rewrite(out.buf, payload, spans)
 			s.emit(out, from)
+			s.shrink()
 			return nil
 		}
 		if reason == reasonTooManyTexts {
@@ -276,11 +292,17 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 	for line := range bytes.SplitSeq(red, []byte{'\n'}) {
 		from := len(out.buf)
 		out.buf = append(append(out.buf, dataPrefix...), line...)
-		transcript.AppendLine(s.tr, out.buf[from:])
+		s.keep(out.buf[from:])
 		out.end()
 	}
 	s.acct.events++
+	s.shrink()
 	return nil
+}
+
+// shrink lets go of the scratch buffers an event grew past keepScratch.
+func (s *stream) shrink() {
+	s.text, s.red, s.joined = shrink(s.text), shrink(s.red), shrink(s.joined)
 }
 
 // redactOthers returns payload with each of the scanner's other strings
@@ -411,7 +433,11 @@ func (s *stream) plain(out, head, text []byte, t *textStream, finished bool) []b
 // holds text back, unless the template is a chunk of the same shape.
 func (s *stream) keepShape(t *textStream, payload []byte) {
 	if gen, hit := s.scanner.Shape(); t.red.Pending() && !(hit && t.tmplGen == gen) {
+		grown := cap(t.tmpl)
 		t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
+		if s.held += cap(t.tmpl) - grown; s.held > s.lim.Held {
+			s.over = limitError{fmt.Sprintf("%d bytes held for redaction between events", s.lim.Held)}
+		}
 	}
 }
 
@@ -498,7 +524,16 @@ func (s *stream) release(out *flusher, t *textStream) {
 // emit forwards the data line built in out's buffer from from on, and
 // feeds it to the transcript.
 func (s *stream) emit(out *flusher, from int) {
-	transcript.AppendLine(s.tr, out.buf[from:])
+	s.keep(out.buf[from:])
 	out.end()
 	s.acct.events++
+}
+
+// keep feeds line to the transcript while it is under its limit.
+func (s *stream) keep(line []byte) {
+	if s.kept += len(line); s.kept <= s.lim.Transcript {
+		transcript.AppendLine(s.tr, line)
+	} else {
+		s.truncated = true
+	}
 }

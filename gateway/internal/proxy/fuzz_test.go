@@ -91,7 +91,7 @@ func must(b []byte, err error) []byte {
 // rewriteAll forwards payloads as one stream and returns the data lines the
 // client got.
 func rewriteAll(t *testing.T, payloads ...string) []string {
-	s := &stream{acct: accounting{start: time.Now()}, tr: transcript.NewFixed(0)}
+	s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults(), tr: transcript.NewFixed(0)}
 	rec := httptest.NewRecorder()
 	out := newFlusher(rec, time.Second)
 	for _, p := range payloads {

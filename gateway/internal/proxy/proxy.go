@@ -54,6 +54,8 @@ type Config struct {
 	MaxLine int
 	// MaxBody bounds the request body (default 1 MiB).
 	MaxBody int64
+	// Limits bound what one upstream stream may cost.
+	Limits Limits
 }
 
 // Handler serves the gateway's public API.
@@ -79,6 +81,7 @@ func New(cfg Config) (*Handler, error) {
 	cfg.ClientWriteTimeout = orDefault(cfg.ClientWriteTimeout, 30*time.Second)
 	cfg.MaxLine = orDefault(cfg.MaxLine, 1<<20)
 	cfg.MaxBody = orDefault(cfg.MaxBody, 1<<20)
+	cfg.Limits = cfg.Limits.withDefaults()
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Transport: &http.Transport{
 			DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -111,7 +114,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 
 func (h *Handler) streamHandler(route string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := &stream{route: route, id: requestID(r), acct: accounting{tenants: h.cfg.Tenants, start: time.Now()}}
+		s := &stream{route: route, id: requestID(r), acct: accounting{tenants: h.cfg.Tenants, start: time.Now()}, lim: h.cfg.Limits}
 		w.Header().Set("X-Request-Id", s.id)
 		h.cfg.Metrics.inFlight.Inc()
 		// Deferred, so a panic in the handler (net/http recovers it) still

@@ -24,10 +24,11 @@ const (
 	reasonInvalidUTF8  = "invalid_utf8"
 	reasonTooManyTexts = "too_many_texts"
 	reasonUnredactable = "unredactable_chunk"
+	reasonStreamLimit  = "stream_limit"
 )
 
 var allReasons = []string{reasonConnect, reasonTimeout, reason4xx, reason5xx, reasonContentType, reasonReset,
-	reasonIdle, reasonNoDone, reasonLineTooLong, reasonMalformed, reasonInvalidJSON, reasonInvalidUTF8, reasonTooManyTexts, reasonUnredactable}
+	reasonIdle, reasonNoDone, reasonLineTooLong, reasonMalformed, reasonInvalidJSON, reasonInvalidUTF8, reasonTooManyTexts, reasonUnredactable, reasonStreamLimit}
 
 // result is how a stream ended, decided once: the outcome label its
 // duration is recorded under, the status the client got (0: none, the

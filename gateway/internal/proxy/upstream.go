@@ -62,7 +62,11 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	defer idle.Stop()
 	buf := readBuffers.Get().(*[readBufferSize]byte)
 	defer readBuffers.Put(buf)
-	rd := sse.NewReaderBuffer(idleReader{resp.Body, idle, h.cfg.IdleTimeout}, buf[:], h.cfg.MaxLine)
+	lim := h.cfg.Limits
+	wall := time.AfterFunc(lim.Duration, func() { cancel(limitError{lim.Duration.String()}) })
+	defer wall.Stop()
+	body := &byteBudget{r: idleReader{resp.Body, idle, h.cfg.IdleTimeout}, left: lim.Bytes, max: lim.Bytes}
+	rd := sse.NewReaderBuffer(body, buf[:], h.cfg.MaxLine)
 
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
@@ -86,6 +90,10 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
 		return result{outcome: OutcomeClientCanceled, status: http.StatusOK, err: err.Error()}
 	}
+	var limit limitError
+	if errors.As(context.Cause(ctx), &limit) {
+		err = limit // the read it cut says only "context canceled"
+	}
 	// What was accepted is not lost: release the held tails, then tell
 	// the client why the stream ends without [DONE].
 	s.flushTail(out)
@@ -108,6 +116,8 @@ func classifyReadError(err, cause error) string {
 	switch {
 	case errors.As(err, &u):
 		return u.reason
+	case errors.As(err, new(limitError)):
+		return reasonStreamLimit
 	case errors.Is(cause, errIdle):
 		return reasonIdle
 	case errors.Is(err, sse.ErrLineTooLong) || errors.Is(err, sse.ErrEventTooLong):

@@ -98,7 +98,25 @@ func (r *Redactor) Redact(dst, text []byte) []byte {
 	dst = r.release(dst, w[:h])
 	r.hold(w[h:])
 	r.plain = !mayStart(r.pending)
+	r.letGo()
 	return dst
+}
+
+// How large the work buffers may stay between calls: a long text's are let
+// go, so a stream's many redactors (one a text stream) do not each keep the
+// largest text they ever saw, nor its matches.
+const (
+	keepWork    = 4 << 10
+	keepMatches = 64
+)
+
+func (r *Redactor) letGo() {
+	if cap(r.work) > keepWork {
+		r.work = nil
+	}
+	if cap(r.matches) > keepMatches {
+		r.matches = nil
+	}
 }
 
 // hold keeps tail as the pending text. Within its capacity only the
@@ -119,6 +137,7 @@ func (r *Redactor) Flush(dst []byte) []byte {
 	r.matches = scan(r.matches[:0], w, r.prev)
 	dst = r.release(dst, w)
 	r.pending, r.plain = r.pending[:0], true
+	r.letGo()
 	return dst
 }
 

@@ -148,6 +148,9 @@ func (d *Decoder) reset() {
 	}
 	if d.lines > 0 {
 		d.data, d.lines, d.ev.Lines = d.data[:0], 0, false
+		if cap(d.data) > keepBuffer {
+			d.data = nil // a long event's buffer is not kept for the rest
+		}
 	}
 	d.ev.HasData, d.ev.HasID, d.ended = false, false, false
 }

@@ -56,6 +56,10 @@ type Reader struct {
 // bom is U+FEFF in UTF-8: a stream may start with it, and a client skips it.
 var bom = []byte("\xEF\xBB\xBF")
 
+// keepBuffer is how large a buffer that a long line or event grew may
+// stay for the rest of the stream.
+const keepBuffer = 64 << 10
+
 // minBuffer keeps a tiny buffer size from making every line a long one.
 const minBuffer = 16
 
@@ -104,6 +108,9 @@ func (r *Reader) take() []byte {
 // reads, and assembles a line longer than the buffer.
 func (r *Reader) readLine() ([]byte, error) {
 	r.long = r.long[:0]
+	if cap(r.long) > keepBuffer {
+		r.long = nil // the last long line's buffer is not kept for the rest
+	}
 	long := false
 	for {
 		if r.Buffered() {

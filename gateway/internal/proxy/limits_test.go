@@ -1,0 +1,167 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"burnlab/gateway/internal/sse"
+	"burnlab/gateway/internal/transcript"
+)
+
+// events is an upstream of n chunks and [DONE].
+func events(n int) http.HandlerFunc {
+	var lines []string
+	for i := range n {
+		lines = append(lines, chunkLine(fmt.Sprintf(" w%d", i)), "")
+	}
+	return sseUpstream(append(lines, "data: [DONE]", "")...)
+}
+
+// A stream past one of its limits ends with an error event that names the
+// limit, counted as stream_limit, an upstream failure.
+func TestStreamLimitsEndTheStreamClearly(t *testing.T) {
+	trickle := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 500 && r.Context().Err() == nil; i++ {
+			io.WriteString(w, chunkLine(" t")+"\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		upstream http.HandlerFunc
+		limits   Limits
+		says     string
+	}{
+		{"events", events(200), Limits{Events: 50}, "limit of 50 events"},
+		{"bytes", events(200), Limits{Bytes: 4096}, "limit of 4096 bytes"},
+		// The upstream would take 5 s; the limit ends it long before.
+		{"wall time", trickle, Limits{Duration: 200 * time.Millisecond}, "limit of 200ms"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLab(t, c.upstream, func(cfg *Config) { cfg.Limits = c.limits })
+			_, body := l.stream(t)
+			_, done, errs := contents(t, body)
+			if done || len(errs) != 1 || !strings.Contains(errs[0], c.says) {
+				t.Fatalf("done=%v errors=%q, want one error that says %q", done, errs, c.says)
+			}
+			if l.reason(reasonStreamLimit) != 1 || l.outcomes(t, OutcomeUpstreamError) != 1 {
+				t.Errorf("stream_limit %v, upstream_error %d; want 1 and 1", l.reason(reasonStreamLimit), l.outcomes(t, OutcomeUpstreamError))
+			}
+		})
+	}
+}
+
+// The transcript stops at its limit; the stream goes on to [DONE].
+func TestTranscriptIsCappedAndTheStreamGoesOn(t *testing.T) {
+	l := newLab(t, events(200), func(cfg *Config) { cfg.Limits.Transcript = 1000 })
+	_, body := l.stream(t)
+	if text, done, errs := contents(t, body); !done || len(errs) > 0 || !strings.HasSuffix(text, " w199") {
+		t.Fatalf("the stream was cut: done=%v errors=%v", done, errs)
+	}
+	if n := len(l.trs[0].String()); n == 0 || n > 1000 {
+		t.Errorf("transcript of %d bytes, want 1..1000", n)
+	}
+	if !strings.Contains(l.logs.String(), `"transcript_truncated":true`) {
+		t.Errorf("the log line does not say the transcript was cut: %s", l.logs.String())
+	}
+	if l.outcomes(t, OutcomeOK) != 1 {
+		t.Error("a stream with a capped transcript is ok")
+	}
+}
+
+// lineSource produces a stream one generated line at a time, so the input
+// itself takes no memory the test measures.
+type lineSource struct {
+	next func(i int) string // "" ends the stream
+	i    int
+	buf  string
+}
+
+func (s *lineSource) Read(p []byte) (int, error) {
+	if s.buf == "" {
+		if s.buf = s.next(s.i); s.buf == "" {
+			return 0, io.EOF
+		}
+		s.i++
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+// heapAfter runs f and reports how much more heap is in use after it, with
+// what f returns still alive.
+func heapAfter(f func() any) (uint64, any) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	kept := f()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if after.HeapInuse < before.HeapInuse {
+		return 0, kept
+	}
+	return after.HeapInuse - before.HeapInuse, kept
+}
+
+// A hostile upstream makes each of the 64 text streams a response may open
+// hold a large chunk or redact a large text. What the stream keeps stays
+// bounded: the redactors let their large work buffers go, and text held in
+// more than Limits.Held of chunks ends the stream.
+func TestOneStreamsMemoryIsBounded(t *testing.T) {
+	const pad = 700 << 10
+	tool := func(i int, args string) string {
+		return fmt.Sprintf(`data: {"id":"%s","choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":"%s"}}]}}]}`,
+			strings.Repeat("p", pad-len(args)), i, args) + "\n\n"
+	}
+	for _, c := range []struct {
+		name string
+		line func(i int) string
+		err  string
+	}{
+		// Each chunk is 700 KiB and its text's tail ("abc") is held, so
+		// the chunk is kept as the shape its tail goes out in.
+		{"held chunks", func(i int) string { return tool(i, "x abc") }, "bytes held for redaction"},
+		// Each text is 700 KiB with digits: the redactor's slow path,
+		// whose work buffers grew with it.
+		{"large texts", func(i int) string { return tool(i, strings.Repeat("a1 ", pad/4)+"!") }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var err error
+			grew, kept := heapAfter(func() any {
+				s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults()}
+				s.begin(transcript.NewFixed(0))
+				out := newFlusher(&discard{h: http.Header{}}, time.Second)
+				src := &lineSource{next: func(i int) string {
+					if i == maxTextStreams {
+						return "data: [DONE]\n\n"
+					} else if i > maxTextStreams {
+						return ""
+					}
+					return c.line(i)
+				}}
+				dec := sse.NewDecoder(sse.NewReader(src, 64<<10, 1<<20), 1<<20, out.flush)
+				err = s.forward(dec, out)
+				return []any{s, dec}
+			})
+			runtime.KeepAlive(kept)
+			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("forward: %v, want %q", err, c.err)
+			}
+			// The transcript's 1 MiB and held chunks' 1 MiB, a few 64 KiB
+			// buffers, and one line's copies; 64 streams keeping 700 KiB
+			// each would be 44 MiB.
+			if grew > 8<<20 {
+				t.Errorf("the stream keeps %d MiB after 64 chunks of 700 KiB", grew>>20)
+			}
+			t.Logf("heap kept by the stream: %.1f MiB", float64(grew)/(1<<20))
+		})
+	}
+}

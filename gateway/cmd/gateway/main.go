@@ -51,6 +51,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	sendBuffer := fs.Int("client-send-buffer", 128<<10, "kernel send buffer per client connection in bytes, so a slow reader meets the write timeout instead of a 4 MiB buffer (0: kernel autotuning)")
 	grace := fs.Duration("drain-grace", 5*time.Second, "on SIGTERM, answer /readyz 503 but keep accepting for this long, so load balancers stop sending first")
 	drain := fs.Duration("drain-timeout", 60*time.Second, "then close the listeners and let in-flight streams finish for this long")
+	maxEvents := fs.Int("max-stream-events", 200_000, "end a stream after this many upstream events, with an error event (stream_limit)")
+	maxBytes := fs.Int64("max-stream-bytes", 64<<20, "end a stream after this many upstream bytes, with an error event (stream_limit)")
+	maxDuration := fs.Duration("max-stream-duration", 10*time.Minute, "end a stream this long after the upstream answered, with an error event (stream_limit)")
+	maxTranscript := fs.Int("max-transcript-bytes", 1<<20, "keep at most this much of a stream's audit transcript; the stream goes on")
 	service.Usage(fs, envs, fmt.Sprintf("gateway (%s build, version %s)\n\nFlags:\n", variant, version))
 	if err := service.Parse(fs, args, envs); err != nil {
 		return err
@@ -78,6 +82,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		UpstreamTimeout:    *upTimeout,
 		IdleTimeout:        *idle,
 		ClientWriteTimeout: *clientWrite,
+		Limits:             proxy.Limits{Events: *maxEvents, Bytes: *maxBytes, Duration: *maxDuration, Transcript: *maxTranscript},
 	})
 	if err != nil {
 		return err

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"burnlab/gateway/internal/sse"
+	"burnlab/gateway/internal/tenant"
 	"burnlab/gateway/internal/transcript"
 )
 
@@ -163,5 +165,15 @@ func TestOneStreamsMemoryIsBounded(t *testing.T) {
 			}
 			t.Logf("heap kept by the stream: %.1f MiB", float64(grew)/(1<<20))
 		})
+	}
+}
+
+func TestNegativeLimitsAreRefused(t *testing.T) {
+	for _, lim := range []Limits{{Events: -1}, {Bytes: -1}, {Duration: -time.Second}, {Transcript: -1}, {Held: -1}} {
+		cfg := Config{Upstream: &url.URL{Scheme: "http", Host: "u"}, Tenants: &tenant.Registry{}, Metrics: &Metrics{},
+			NewTranscript: func(int) transcript.Transcript { return nil }, Limits: lim}
+		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "must not be negative") {
+			t.Errorf("%+v: %v, want a refusal", lim, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -75,6 +76,8 @@ func New(cfg Config) (*Handler, error) {
 		return nil, errors.New("proxy: no metrics")
 	case cfg.NewTranscript == nil:
 		return nil, errors.New("proxy: no transcript builder")
+	case cfg.Limits.Events < 0 || cfg.Limits.Bytes < 0 || cfg.Limits.Duration < 0 || cfg.Limits.Transcript < 0 || cfg.Limits.Held < 0:
+		return nil, fmt.Errorf("proxy: stream limits must not be negative (0 takes the default): %+v", cfg.Limits)
 	}
 	cfg.UpstreamTimeout = orDefault(cfg.UpstreamTimeout, 10*time.Second)
 	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 30*time.Second)

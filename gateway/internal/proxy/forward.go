@@ -247,8 +247,7 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 	}
 	switch {
 	case err == nil:
-		s.fields(out, ev)
-		if s.token(out, payload, spans) {
+		if s.token(out, ev, payload, spans) {
 			return nil
 		}
 		reason := s.decode(payload, spans)
@@ -262,6 +261,9 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 					s.release(out, t)
 				}
 			}
+			// The event's own lines come after the releases, which are
+			// events of the gateway's.
+			s.fields(out, ev)
 			from := len(out.buf)
 			out.buf = s.rewrite(out.buf, payload, spans)
 			s.emit(out, from)
@@ -443,8 +445,9 @@ func (s *stream) keepShape(t *textStream, payload []byte) {
 
 // token forwards the chunk nearly every event is, if this is one: in the
 // shape of the last chunk walked, with one text, without escapes, and no
-// finish reason (so no other stream is released before it). It reports false, having done nothing, for any other.
-func (s *stream) token(out *flusher, payload []byte, spans []chunk.Span) bool {
+// finish reason (so no other stream is released before it). It reports
+// false, having done nothing, for any other.
+func (s *stream) token(out *flusher, ev *sse.Event, payload []byte, spans []chunk.Span) bool {
 	gen, hit := s.scanner.Shape()
 	if !hit || len(spans) != 1 || spans[0].Escaped || s.scanner.Finishing() {
 		return false
@@ -459,6 +462,7 @@ func (s *stream) token(out *flusher, payload []byte, spans []chunk.Span) bool {
 		s.tokenHead = append(append(s.tokenHead[:0], dataPrefix...), payload[:sp.Start+1]...)
 	}
 	t := s.texts[s.tokenStream]
+	s.fields(out, ev)
 	from := len(out.buf)
 	line := s.plain(out.buf, s.tokenHead, payload[sp.Start+1:sp.End-1], t, false)
 	out.buf = append(line, payload[sp.End:]...)

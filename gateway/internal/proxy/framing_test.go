@@ -185,3 +185,33 @@ func TestEveryStringTheClientReadsIsRedacted(t *testing.T) {
 		t.Error("the stream is ok")
 	}
 }
+
+// A finishing chunk releases what its choice still holds as an event of the
+// gateway's, before it: the upstream event's type and id are the chunk's,
+// not the release's.
+func TestReleasesDoNotTakeTheEventsTypeAndID(t *testing.T) {
+	body := `data: {"choices":[{"index":1,"delta":{"content":"tail abc"}}]}` + "\n\n" +
+		"event: fin\nid: 9\n" + `data: {"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}` + "\n\n" +
+		"data: [DONE]\n\n"
+	l := newLab(t, rawUpstream(body))
+	_, got := l.stream(t)
+	events, _ := clientView(t, got)
+	var release, fin *seenEvent
+	for i, ev := range events {
+		switch {
+		case strings.Contains(ev.data, "abc"):
+			release = &events[i]
+		case strings.Contains(ev.data, "finish_reason"):
+			fin = &events[i]
+		}
+	}
+	if release == nil || fin == nil {
+		t.Fatalf("want the release and the finishing chunk: %q", events)
+	}
+	if release.typ != "" || release.lastID != "" {
+		t.Errorf("the release took the upstream event's type %q and id %q", release.typ, release.lastID)
+	}
+	if fin.typ != "fin" || fin.lastID != "9" {
+		t.Errorf("the finishing chunk: type %q id %q, want fin and 9", fin.typ, fin.lastID)
+	}
+}

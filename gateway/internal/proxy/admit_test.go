@@ -1,0 +1,61 @@
+package proxy
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"burnlab/shared/openai"
+)
+
+// The auth scheme is case-insensitive (RFC 9110 §11.1): "bearer", "BEARER"
+// and any run of spaces before the key are one scheme. Two Authorization
+// headers are ambiguous — which one a proxy on the way, the gateway and a
+// log agree on is anyone's guess — so they are refused, not resolved.
+func TestAuthorizationSchemeIsCaseInsensitiveAndDuplicatesAreRefused(t *testing.T) {
+	var called atomic.Int64
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		called.Add(1)
+		sseUpstream("data: [DONE]", "")(w, r)
+	})
+	do := func(values ...string) (*http.Response, openai.Error, string) {
+		req, _ := http.NewRequest(http.MethodPost, l.gw.URL+RouteStream, strings.NewReader(`{"stream":true}`))
+		for _, v := range values {
+			req.Header.Add("Authorization", v)
+		}
+		resp, err := l.gw.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var e openai.Error
+		if resp.StatusCode != 200 {
+			json.Unmarshal(b, &e)
+		}
+		return resp, e, string(b)
+	}
+	for _, v := range []string{"Bearer k-acme", "bearer k-acme", "BEARER k-acme", "bEaReR   k-acme", "Bearer k-acme "} {
+		if resp, _, raw := do(v); resp.StatusCode != 200 {
+			t.Errorf("Authorization: %q: %d %s, want 200", v, resp.StatusCode, raw)
+		}
+	}
+	for _, v := range []string{"Basic k-acme", "Bearerk-acme", "Bearer", "k-acme", "Bearer k-acme k-acme"} {
+		if resp, e, raw := do(v); resp.StatusCode != 401 || e.Error.Type != "authentication_error" {
+			t.Errorf("Authorization: %q: %d %s, want 401", v, resp.StatusCode, raw)
+		}
+	}
+	before := called.Load()
+	for _, pair := range [][]string{{"Bearer k-acme", "Bearer k-tiny"}, {"Bearer k-acme", "Bearer k-acme"}, {"Bearer nope", "Bearer k-acme"}} {
+		resp, e, raw := do(pair...)
+		if resp.StatusCode != 400 || e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, "Authorization headers") {
+			t.Errorf("two Authorization headers %q: %d %s, want 400 saying why", pair, resp.StatusCode, raw)
+		}
+	}
+	if called.Load() != before {
+		t.Error("a request with two Authorization headers reached the upstream")
+	}
+}

@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	// pprof hands out heap contents and the command line: reachable from
 	// this host only unless a deployment says otherwise.
 	admin := fs.String("admin", "127.0.0.1:6060", "admin address: /metrics, /healthz, /readyz, /debug/pprof/")
-	upstream := fs.String("upstream", "http://127.0.0.1:8081", "OpenAI-compatible base URL of the model provider")
+	upstream := fs.String("upstream", "http://127.0.0.1:8081", "OpenAI-compatible base URL of the model provider, http://host:port or http://host:port/v1 (requests go to …/v1/chat/completions)")
 	tenants := fs.String("tenants", "", "API keys: `key=tenant:tokens-per-minute,…` or a file of `key tenant tokens-per-minute` lines")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	upTimeout := fs.Duration("upstream-timeout", 10*time.Second, "wait this long for the upstream's response headers, then answer 504")
@@ -60,8 +60,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	up, err := url.Parse(*upstream)
-	if err != nil || up.Scheme == "" || up.Host == "" {
-		return fmt.Errorf("-upstream %q: want an absolute URL such as http://upstream:8081", *upstream)
+	if err == nil {
+		_, err = proxy.Endpoint(up)
+	}
+	if err != nil {
+		return fmt.Errorf("-upstream / UPSTREAM_URL: %w", err)
 	}
 	reg, err := tenant.Parse(*tenants)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,5 +58,57 @@ func TestAuthorizationSchemeIsCaseInsensitiveAndDuplicatesAreRefused(t *testing.
 	}
 	if called.Load() != before {
 		t.Error("a request with two Authorization headers reached the upstream")
+	}
+}
+
+// UPSTREAM_URL takes the provider's base URL in either form people copy:
+// http://host, or http://host/v1 as every OpenAI SDK spells it. The second
+// made the gateway post to /v1/v1/chat/completions, which answers 404.
+func TestUpstreamBaseURLWithOrWithoutV1(t *testing.T) {
+	for _, c := range []struct{ base, want string }{
+		{"", "/v1/chat/completions"},
+		{"/", "/v1/chat/completions"},
+		{"/v1", "/v1/chat/completions"},
+		{"/v1/", "/v1/chat/completions"},
+		{"/openai", "/openai/v1/chat/completions"},
+		{"/openai/v1", "/openai/v1/chat/completions"},
+	} {
+		t.Run(c.base, func(t *testing.T) {
+			var got atomic.Value
+			l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+				got.Store(r.URL.Path)
+				sseUpstream(chunkLine("hi"), "", "data: [DONE]", "")(w, r)
+			}, func(cfg *Config) {
+				u := *cfg.Upstream
+				u.Path = c.base
+				cfg.Upstream = &u
+			})
+			resp, body := l.stream(t)
+			if resp.StatusCode != 200 || got.Load() != c.want {
+				t.Fatalf("base path %q: the upstream was asked for %v (want %s); the client got %d %.200s", c.base, got.Load(), c.want, resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+// A URL that is not a base URL is refused when the gateway starts, with
+// the form to use, not answered 404 on every request.
+func TestUpstreamURLInTheWrongFormIsRefusedAtStart(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://up:8081/v1/chat/completions":  "http://up:8081/v1",
+		"http://up:8081/v1/chat/completions/": "http://up:8081/v1",
+		"http://up:8081/chat/completions":     "http://up:8081",
+		"up:8081":                             "http://host:port",
+		"/v1":                                 "http://host:port",
+		"ftp://up:8081":                       "http or https",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Endpoint(u)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Endpoint(%q) = %v, want an error naming %q", raw, err, want)
+		}
 	}
 }

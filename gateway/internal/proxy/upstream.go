@@ -28,8 +28,7 @@ var (
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *admitted) result {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	upURL := h.cfg.Upstream.JoinPath("/v1/chat/completions")
-	upReq, err := http.NewRequestWithContext(ctx, http.MethodPost, upURL.String(), bytes.NewReader(req.body))
+	upReq, err := http.NewRequestWithContext(ctx, http.MethodPost, h.endpoint, bytes.NewReader(req.body))
 	if err != nil {
 		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonConnect, "upstream_error", err.Error())
 	}

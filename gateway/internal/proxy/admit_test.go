@@ -1,13 +1,18 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"burnlab/shared/openai"
 )
@@ -110,5 +115,117 @@ func TestUpstreamURLInTheWrongFormIsRefusedAtStart(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Endpoint(%q) = %v, want an error naming %q", raw, err, want)
 		}
+	}
+}
+
+// stalledClient is a ResponseWriter whose client has stopped reading: the
+// stream's first write blocks until resume is closed. It has no write
+// deadline (the client write timeout does not apply): the test is about
+// which timer counts the wait, not about how long it may last.
+type stalledClient struct {
+	header  http.Header
+	stalled chan struct{} // closed when the first write blocks
+	resume  chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	body    bytes.Buffer
+}
+
+func newStalledClient() *stalledClient {
+	return &stalledClient{header: http.Header{}, stalled: make(chan struct{}), resume: make(chan struct{})}
+}
+
+func (c *stalledClient) Header() http.Header { return c.header }
+func (c *stalledClient) WriteHeader(int)     {}
+func (c *stalledClient) Flush()              {}
+
+func (c *stalledClient) Write(p []byte) (int, error) {
+	c.once.Do(func() { close(c.stalled) })
+	<-c.resume
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.body.Write(p)
+}
+
+func (c *stalledClient) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.body.String()
+}
+
+// A client that stops reading holds the gateway in a write, while the
+// upstream has sent all it had: that is the client's back-pressure, ended
+// (if ever) by the client write timeout as client_canceled. The idle timer
+// ran through the write and cut the stream as the upstream's idle_timeout,
+// which burns the availability SLO.
+//
+// The durations set an order, not a speed: the client pauses for ten idle
+// timeouts while the gateway is blocked writing to it, so a timer that
+// counts the write fires during the pause whatever the machine's pace,
+// and the test sees the upstream's request canceled before it resumes the
+// client. Every read after the pause finds its bytes already sent, so a
+// timer that counts only reads cannot fire on a working upstream however
+// slow the machine. An upstream that then really goes silent is still cut
+// as idle_timeout.
+func TestIdleTimeoutDoesNotCountTheClientsBackPressure(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	for _, silent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("silent upstream after the pause=%v", silent), func(t *testing.T) {
+			proceed, sent, canceled := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, tok := range []string{"one ", "two ", "three"} {
+					io.WriteString(w, chunkLine(tok)+"\n\n")
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-proceed:
+				case <-r.Context().Done():
+					close(canceled)
+					return
+				}
+				if !silent {
+					io.WriteString(w, "data: [DONE]\n\n")
+					w.(http.Flusher).Flush()
+				}
+				close(sent)
+				<-r.Context().Done()
+				close(canceled)
+			}, func(c *Config) { c.IdleTimeout, c.ClientWriteTimeout = idle, time.Minute })
+			h := l.gw.Config.Handler.(*Handler)
+			client := newStalledClient()
+			req := httptest.NewRequest(http.MethodPost, RouteStream, strings.NewReader(`{"stream":true}`))
+			req.Header.Set("Authorization", "Bearer k-acme")
+			served := make(chan struct{})
+			go func() {
+				defer close(served)
+				h.ServeHTTP(client, req)
+			}()
+			<-client.stalled
+			select {
+			case <-canceled:
+				close(client.resume)
+				<-served
+				t.Fatalf("the upstream's request was canceled while only the client was slow: %s", l.logs)
+			case <-time.After(10 * idle):
+			}
+			close(proceed)
+			<-sent
+			close(client.resume)
+			<-served
+			text, done, errs := contents(t, client.String())
+			if text != "one two three" {
+				t.Errorf("client got %q, want every event the upstream sent", text)
+			}
+			if silent {
+				if done || len(errs) != 1 || l.reason(reasonIdle) != 1 {
+					t.Fatalf("an upstream silent after the pause: done=%v errors=%v idle_timeout=%v, want it cut as idle_timeout", done, errs, l.reason(reasonIdle))
+				}
+				return
+			}
+			if !done || len(errs) > 0 || l.reason(reasonIdle) != 0 || l.outcomes(t, OutcomeOK) != 1 {
+				t.Fatalf("done=%v errors=%v idle_timeout=%v ok=%d, want the stream to finish ok: %s", done, errs, l.reason(reasonIdle), l.outcomes(t, OutcomeOK), l.logs)
+			}
+		})
 	}
 }

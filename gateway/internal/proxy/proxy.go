@@ -46,8 +46,9 @@ type Config struct {
 	// UpstreamTimeout bounds the wait for the upstream's response headers;
 	// past it the client gets 504 (default 10 s).
 	UpstreamTimeout time.Duration
-	// IdleTimeout bounds the silence between upstream reads mid-stream
-	// (default 30 s).
+	// IdleTimeout bounds how long one read of the upstream body may wait
+	// mid-stream (default 30 s). Time spent writing to a slow client is
+	// not counted: ClientWriteTimeout bounds that.
 	IdleTimeout time.Duration
 	// ClientWriteTimeout bounds how long a client may stop reading before
 	// the stream is given up (default 30 s).

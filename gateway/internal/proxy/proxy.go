@@ -146,7 +146,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 
 func (h *Handler) streamHandler(route string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := &stream{route: route, id: requestID(r), acct: accounting{tenants: h.cfg.Tenants, start: time.Now()}}
+		s := &stream{route: route, id: requestID(r), acct: accounting{start: time.Now()}}
 		w.Header().Set("X-Request-Id", s.id)
 		h.cfg.Metrics.inFlight.Inc()
 		// Deferred, so a panic in the handler (net/http recovers it) still

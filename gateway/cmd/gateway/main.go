@@ -41,11 +41,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	// pprof hands out heap contents and the command line: reachable from
 	// this host only unless a deployment says otherwise.
 	admin := fs.String("admin", "127.0.0.1:6060", "admin address: /metrics, /healthz, /readyz, /debug/pprof/")
-	upstream := fs.String("upstream", "http://127.0.0.1:8081", "OpenAI-compatible base URL of the model provider")
+	upstream := fs.String("upstream", "http://127.0.0.1:8081", "OpenAI-compatible base URL of the model provider, http://host:port or http://host:port/v1 (requests go to …/v1/chat/completions)")
 	tenants := fs.String("tenants", "", "API keys: `key=tenant:tokens-per-minute,…` or a file of `key tenant tokens-per-minute` lines")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	upTimeout := fs.Duration("upstream-timeout", 10*time.Second, "wait this long for the upstream's response headers, then answer 504")
-	idle := fs.Duration("upstream-idle-timeout", 30*time.Second, "end a stream whose upstream sends nothing for this long")
+	idle := fs.Duration("upstream-idle-timeout", 30*time.Second, "end a stream when a read of its upstream waits this long (time spent writing to a slow client is not counted)")
 	readTimeout := fs.Duration("read-timeout", service.DefaultReadTimeout, "a request's headers and body must arrive within this long (then 408)")
 	clientWrite := fs.Duration("client-write-timeout", 30*time.Second, "give up a stream whose client does not take a flush (up to 32 KiB) within this long")
 	sendBuffer := fs.Int("client-send-buffer", 128<<10, "kernel send buffer per client connection in bytes, so a slow reader meets the write timeout instead of a 4 MiB buffer (0: kernel autotuning)")
@@ -64,8 +64,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	up, err := url.Parse(*upstream)
-	if err != nil || up.Scheme == "" || up.Host == "" {
-		return fmt.Errorf("-upstream %q: want an absolute URL such as http://upstream:8081", *upstream)
+	if err == nil {
+		_, err = proxy.Endpoint(up)
+	}
+	if err != nil {
+		return fmt.Errorf("-upstream / UPSTREAM_URL: %w", err)
 	}
 	reg, err := tenant.Parse(*tenants)
 	if err != nil {

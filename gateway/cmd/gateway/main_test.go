@@ -175,12 +175,19 @@ func TestBadConfigurationIsAClearError(t *testing.T) {
 		want string
 	}{
 		{[]string{"-tenants", ""}, "no tenants configured"},
-		{[]string{"-tenants", "k=a:1", "-upstream", "not a url"}, "absolute URL"},
+		{[]string{"-tenants", "k=a:1", "-upstream", "not a url"}, "must be absolute"},
+		{[]string{"-tenants", "k=a:1", "-upstream", "http://[::1"}, "-upstream / UPSTREAM_URL"},
+		// Listening on free ports: a gateway that took this URL would
+		// start serving (and stop at once, its context being canceled).
+		{[]string{"-tenants", "k=a:1", "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0",
+			"-upstream", "http://up:8081/v1/chat/completions"}, "not the base URL: use http://up:8081/v1"},
 		{[]string{"-tenants", "k=a:1", "-log-level", "loud"}, "log level"},
 		{[]string{"-tenants", "k=a:1", "stray"}, "unexpected arguments"},
 		{[]string{"-nope"}, "flag provided but not defined"},
 	} {
-		err := run(context.Background(), c.args, io.Discard)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := run(ctx, c.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("run(%q) = %v, want %q", c.args, err, c.want)
 		}

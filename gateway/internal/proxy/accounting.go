@@ -10,14 +10,13 @@ import (
 )
 
 // accounting is what a stream counts as it goes: events forwarded, tokens
-// (charged to its tenant as they stream), the first token's time, and the
-// upstream's faults it repaired.
+// (covered by its tenant reservation, hold, as they stream), the first
+// token's time, and the upstream's faults it repaired.
 type accounting struct {
 	start          time.Time
-	tenants        *tenant.Registry
 	tenant         *tenant.Tenant
+	hold           *tenant.Reservation
 	events, tokens int
-	charged        int
 	ttft           time.Duration
 	repaired       map[string]int
 }
@@ -47,14 +46,16 @@ func (a *accounting) ignored(n int) {
 	}
 }
 
-// settle charges the tenant for the tokens forwarded since the last
-// settlement. It is the one place quota is charged: at every flush, so a
-// long stream's tenant pays as it streams, and once when the stream ends.
-func (a *accounting) settle() {
-	if a.tenant != nil && a.tokens > a.charged {
-		a.tenants.Charge(a.tenant, a.tokens-a.charged)
-		a.charged = a.tokens
-	}
+// settle makes the stream's reservation cover the tokens it has forwarded,
+// drawing on its tenant's balance past what the request reserved (an
+// upstream that ignores max_tokens, or a stream longer than the default
+// reservation), and reports whether it could. False means the tenant's
+// quota is spent: the stream must forward nothing more. Within the
+// reservation it is a comparison, cheap enough for every event. The
+// reservation is ended — what was not streamed given back — when the
+// stream ends (admitted.release); settling after that does nothing.
+func (a *accounting) settle() bool {
+	return a.hold == nil || a.hold.Cover(a.tokens)
 }
 
 // record ends a stream: its quota settled, its metrics, and its one log

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -45,8 +46,9 @@ type Config struct {
 	// UpstreamTimeout bounds the wait for the upstream's response headers;
 	// past it the client gets 504 (default 10 s).
 	UpstreamTimeout time.Duration
-	// IdleTimeout bounds the silence between upstream reads mid-stream
-	// (default 30 s).
+	// IdleTimeout bounds how long one read of the upstream body may wait
+	// mid-stream (default 30 s). Time spent writing to a slow client is
+	// not counted: ClientWriteTimeout bounds that.
 	IdleTimeout time.Duration
 	// ClientWriteTimeout bounds how long a client may stop reading before
 	// the stream is given up (default 30 s).
@@ -62,14 +64,46 @@ type Config struct {
 // Handler serves the gateway's public API.
 type Handler struct {
 	cfg Config
-	mux *http.ServeMux
+	// endpoint is where chat requests go: Endpoint(cfg.Upstream).
+	endpoint string
+	mux      *http.ServeMux
+}
+
+// Endpoint returns the URL the gateway posts chat requests to, given the
+// provider's base URL, or an error that says which form to use.
+//
+// A base URL comes in two forms: http://host:port, and http://host:port/v1,
+// the one every OpenAI SDK takes. Both name the same endpoint: a base whose
+// path ends in /v1 gets /chat/completions, any other base
+// /v1/chat/completions (after its own path, so a provider behind a prefix,
+// http://host/openai, works too). A URL that already ends in
+// /chat/completions is the endpoint itself: joined again it would answer
+// 404 to every request, so it is refused, with the base URL to use.
+func Endpoint(base *url.URL) (*url.URL, error) {
+	switch {
+	case base == nil || base.Host == "":
+		return nil, fmt.Errorf("upstream URL %q must be absolute, http://host:port or http://host:port/v1", base)
+	case base.Scheme != "http" && base.Scheme != "https":
+		return nil, fmt.Errorf("upstream URL %q: the scheme must be http or https", base)
+	}
+	path := strings.TrimRight(base.Path, "/")
+	if prefix, ok := strings.CutSuffix(path, "/chat/completions"); ok {
+		fixed := *base
+		fixed.Path, fixed.RawPath = prefix, ""
+		return nil, fmt.Errorf("upstream URL %q is the chat endpoint, not the base URL: use %s", base, &fixed)
+	}
+	if strings.HasSuffix(path, "/v1") {
+		return base.JoinPath("chat/completions"), nil
+	}
+	return base.JoinPath("v1/chat/completions"), nil
 }
 
 // New checks cfg and returns a Handler.
 func New(cfg Config) (*Handler, error) {
+	endpoint, err := Endpoint(cfg.Upstream)
 	switch {
-	case cfg.Upstream == nil || cfg.Upstream.Scheme == "" || cfg.Upstream.Host == "":
-		return nil, errors.New("proxy: upstream URL must be absolute, e.g. http://upstream:8081")
+	case err != nil:
+		return nil, fmt.Errorf("proxy: %w", err)
 	case cfg.Tenants == nil:
 		return nil, errors.New("proxy: no tenants")
 	case cfg.Metrics == nil:
@@ -95,7 +129,7 @@ func New(cfg Config) (*Handler, error) {
 			DisableCompression:    true, // SSE must not wait on a compressor
 		}}
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h := &Handler{cfg: cfg, endpoint: endpoint.String(), mux: http.NewServeMux()}
 	for _, route := range []string{RouteStream, RouteCompletions} {
 		h.mux.Handle(route, h.streamHandler(route))
 	}
@@ -117,7 +151,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 
 func (h *Handler) streamHandler(route string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := &stream{route: route, id: requestID(r), acct: accounting{tenants: h.cfg.Tenants, start: time.Now()}, lim: h.cfg.Limits}
+		s := &stream{route: route, id: requestID(r), acct: accounting{start: time.Now()}, lim: h.cfg.Limits}
 		w.Header().Set("X-Request-Id", s.id)
 		h.cfg.Metrics.inFlight.Inc()
 		// Deferred, so a panic in the handler (net/http recovers it) still

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -18,7 +19,8 @@ import (
 )
 
 // admitted is a request the gateway will stream: its body, forwarded to the
-// upstream as the client sent it, and the tenant stream slot it holds.
+// upstream as the client sent it, the most tokens it asked for per choice
+// (0: it did not say), and release, which ends its tenant reservation.
 type admitted struct {
 	body      []byte
 	maxTokens int
@@ -27,13 +29,58 @@ type admitted struct {
 
 // chatRequest holds the few fields the gateway reads.
 type chatRequest struct {
-	Stream      *bool           `json:"stream"`
-	MaxTokens   int             `json:"max_tokens"`
-	N           int             `json:"n"`
-	Logprobs    bool            `json:"logprobs"`
-	TopLogprobs int             `json:"top_logprobs"`
-	Audio       json.RawMessage `json:"audio"`
-	Modalities  []string        `json:"modalities"`
+	Stream              *bool           `json:"stream"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	N                   int             `json:"n"`
+	Logprobs            bool            `json:"logprobs"`
+	TopLogprobs         int             `json:"top_logprobs"`
+	Audio               json.RawMessage `json:"audio"`
+	Modalities          []string        `json:"modalities"`
+}
+
+// DefaultMaxTokens is what a request that sets no token limit reserves per
+// choice, at most its tenant's whole quota. It only sizes the reservation:
+// such a stream draws what it streams past it on its tenant's balance like
+// any other (tenant.Reservation.Cover).
+const DefaultMaxTokens = 1024
+
+// tokenLimit returns the most tokens the request lets a choice stream: its
+// max_completion_tokens (OpenAI's newer name) or max_tokens, the larger
+// when it sets both since an upstream may honour either, or 0 when it sets
+// neither; or why the limit it sets is not one.
+func (c chatRequest) tokenLimit() (int, string) {
+	limit := 0
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"max_tokens", c.MaxTokens}, {"max_completion_tokens", c.MaxCompletionTokens}} {
+		if f.v == nil {
+			continue
+		}
+		if *f.v < 1 {
+			return 0, fmt.Sprintf(`"%s": %d: a token limit must be a positive integer`, f.name, *f.v)
+		}
+		limit = max(limit, *f.v)
+	}
+	return limit, ""
+}
+
+// reservation is what a request reserves of tenant t's quota: its token
+// limit for each of its choices, or DefaultMaxTokens for each when it sets
+// none, then at most t's whole quota, since a reservation must fit in the
+// balance. A limit the request set is not cut to fit: the stream would end
+// short of what the client asked for, so a request past the quota is
+// refused instead (tenant.ErrTooLarge), saying what to ask for.
+func (c chatRequest) reservation(limit int, t *tenant.Tenant) int {
+	choices := max(c.N, 1)
+	if limit == 0 {
+		return min(DefaultMaxTokens*choices, t.TokensPerMinute)
+	}
+	if limit > math.MaxInt/choices {
+		return math.MaxInt
+	}
+	return limit * choices
 }
 
 // MaxChoices bounds n: every choice's texts are redacted each with their own
@@ -63,9 +110,13 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*adm
 		w.Header().Set("Allow", http.MethodPost)
 		return nil, reject(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST for "+s.route)
 	}
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	t, err := h.cfg.Tenants.Authenticate(strings.TrimSpace(key))
-	if !ok || err != nil {
+	auth := r.Header.Values("Authorization")
+	if len(auth) > 1 {
+		return nil, reject(w, http.StatusBadRequest, "invalid_request_error",
+			fmt.Sprintf("%d Authorization headers: send exactly one, Authorization: Bearer <key>", len(auth)))
+	}
+	t, err := h.cfg.Tenants.Authenticate(bearerKey(auth))
+	if err != nil {
 		return nil, reject(w, http.StatusUnauthorized, "authentication_error", "missing or unknown API key: send Authorization: Bearer <key>")
 	}
 	s.acct.tenant = t
@@ -102,9 +153,21 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*adm
 	if why := req.unredactable(); why != "" {
 		return nil, reject(w, http.StatusBadRequest, "invalid_request_error", why)
 	}
-	release, wait, err := h.cfg.Tenants.Admit(t)
-	if err != nil {
-		limit, msg := limitTokens, fmt.Sprintf("tenant %s has spent its %d tokens per minute", t.Name, t.TokensPerMinute)
+	limit, why := req.tokenLimit()
+	if why != "" {
+		return nil, reject(w, http.StatusBadRequest, "invalid_request_error", why)
+	}
+	tokens := req.reservation(limit, t)
+	hold, wait, err := h.cfg.Tenants.Reserve(t, tokens)
+	switch {
+	case errors.Is(err, tenant.ErrTooLarge):
+		// No retry can succeed, so not a 429 (SDKs retry those).
+		h.cfg.Metrics.rejections.WithLabelValues(t.Name, limitTokens).Inc()
+		return nil, reject(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf(
+			"this request may stream %d tokens (its token limit × n), more than tenant %s's whole quota of %d a minute: ask for at most %d per choice",
+			tokens, t.Name, t.TokensPerMinute, t.TokensPerMinute/max(req.N, 1)))
+	case err != nil:
+		limit, msg := limitTokens, fmt.Sprintf("tenant %s's tokens-per-minute quota (%d) cannot cover this request's %d tokens yet", t.Name, t.TokensPerMinute, tokens)
 		if errors.Is(err, tenant.ErrTooManyStreams) {
 			limit, msg = limitStreams, fmt.Sprintf("tenant %s already has %d streams in flight, its limit", t.Name, t.MaxStreams)
 		}
@@ -112,7 +175,26 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*adm
 		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
 		return nil, reject(w, http.StatusTooManyRequests, "rate_limit_error", msg)
 	}
-	return &admitted{body: body, maxTokens: req.MaxTokens, release: release}, result{}
+	s.acct.hold = hold
+	return &admitted{body: body, maxTokens: limit, release: func() { hold.End(s.acct.tokens) }}, result{}
+}
+
+// bearerKey returns the key of the one Authorization header in auth, or ""
+// when there is none or its scheme is not Bearer. The scheme is
+// case-insensitive and is followed by one or more spaces (RFC 9110 §11.1,
+// §11.4), so "bearer sk-…" is the same credentials as "Bearer sk-…". A
+// request with two Authorization headers never gets here: which of them
+// counts would depend on who reads them (a proxy on the way, this gateway,
+// a log), so admit refuses it.
+func bearerKey(auth []string) string {
+	if len(auth) != 1 {
+		return ""
+	}
+	scheme, key, _ := strings.Cut(auth[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimLeft(key, " ")
 }
 
 // requestID keeps a client's X-Request-Id when it is a short token, so a

@@ -115,30 +115,6 @@ func TestRejectsBeforeCallingTheUpstream(t *testing.T) {
 	}
 }
 
-func TestQuotaRejectsWith429AfterAnOverdraw(t *testing.T) {
-	var lines []string
-	for range 100 {
-		lines = append(lines, chunkLine(" t"), "")
-	}
-	l := newLab(t, sseUpstream(append(lines, "data: [DONE]", "")...))
-	// tiny has 60 tokens a minute; the first stream may overdraw it.
-	first := l.post(t, "k-tiny", `{"stream":true}`)
-	body, _ := io.ReadAll(first.Body)
-	if text, done, _ := contents(t, string(body)); first.StatusCode != 200 || !done || len(text) != 200 {
-		t.Fatalf("admitted stream was cut: status %d, %d bytes, done=%v", first.StatusCode, len(text), done)
-	}
-	second := l.post(t, "k-tiny", `{"stream":true}`)
-	if second.StatusCode != 429 {
-		t.Fatalf("second stream: %d, want 429", second.StatusCode)
-	}
-	if ra := second.Header.Get("Retry-After"); ra != "41" && ra != "42" {
-		t.Errorf("Retry-After = %q, want ~41 s to repay 40 tokens at 1/s", ra)
-	}
-	if n := testutil.ToFloat64(l.m.rejections.WithLabelValues("tiny", limitTokens)); n != 1 {
-		t.Errorf("quota rejections = %v", n)
-	}
-}
-
 func TestRepairsOddLinesAndKeepsGoing(t *testing.T) {
 	l := newLab(t, sseUpstream(
 		": keep-alive", "event: message", "id: 7", "retry: 1000",

@@ -28,8 +28,7 @@ var (
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *admitted) result {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	upURL := h.cfg.Upstream.JoinPath("/v1/chat/completions")
-	upReq, err := http.NewRequestWithContext(ctx, http.MethodPost, upURL.String(), bytes.NewReader(req.body))
+	upReq, err := http.NewRequestWithContext(ctx, http.MethodPost, h.endpoint, bytes.NewReader(req.body))
 	if err != nil {
 		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonConnect, "upstream_error", err.Error())
 	}
@@ -58,7 +57,9 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 			fmt.Sprintf("upstream answered %q, not an event stream", ct))
 	}
 
+	// Stopped until the first read arms it (idleReader).
 	idle := time.AfterFunc(h.cfg.IdleTimeout, func() { cancel(errIdle) })
+	idle.Stop()
 	defer idle.Stop()
 	buf := readBuffers.Get().(*[readBufferSize]byte)
 	defer readBuffers.Put(buf)
@@ -164,7 +165,14 @@ func upstreamRefusal(w http.ResponseWriter, resp *http.Response) result {
 	return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reason5xx, "upstream_error", msg)
 }
 
-// idleReader re-arms the idle timer on every read of the upstream body.
+// idleReader bounds each read of the upstream body by the idle timeout:
+// the timer is armed when a read starts and stopped when it returns, so it
+// measures only the time the gateway waits on the upstream. The time it
+// spends writing to a client that reads slowly is the client's
+// back-pressure — the upstream's bytes wait in the socket meanwhile — and
+// the client write timeout bounds it (flusher.flush), as client_canceled.
+// A timer that ran between reads counted that wait as the upstream's
+// silence and failed the stream as idle_timeout.
 type idleReader struct {
 	r     io.Reader
 	timer *time.Timer
@@ -172,7 +180,8 @@ type idleReader struct {
 }
 
 func (ir idleReader) Read(p []byte) (int, error) {
-	n, err := ir.r.Read(p)
 	ir.timer.Reset(ir.d)
+	n, err := ir.r.Read(p)
+	ir.timer.Stop()
 	return n, err
 }

@@ -12,12 +12,27 @@
 //	sk-lab-globex    globex  120000             16
 //
 // The optional last field bounds the tenant's streams in flight at once
-// (default DefaultMaxStreams): tokens are charged as they stream, so a
-// positive balance alone would admit any number of simultaneous requests.
+// (default DefaultMaxStreams).
 //
 // A value containing '=' is an inline list; anything else is a path. Tenant
 // names label metrics, so they are limited to [a-z0-9_-], which keeps the
 // label set small and bounded by this file.
+//
+// # Quota
+//
+// A tenant's balance is a token bucket: TokensPerMinute spread evenly over
+// the minute, never more than one minute's worth banked, never below zero.
+// A stream is admitted only with a reservation: the tokens it may stream
+// (its request's max_tokens, or a default) are taken from the balance
+// before it starts, so simultaneous requests cannot all be admitted on one
+// balance that each of them would spend. A stream that goes past its
+// reservation draws the extra from the balance as it streams (Cover) and is
+// stopped when the balance has none left; when it ends, what it reserved
+// and did not stream goes back (End). So what a tenant streams over any
+// time T is at most one minute's quota plus T's refill — plus the
+// tokens a stream forwards after Cover refused it, before it stops — and
+// since the balance never goes below zero and no reservation exceeds one
+// minute's quota, a refused request never waits more than a minute.
 package tenant
 
 import (
@@ -35,13 +50,13 @@ import (
 // Tenant is one customer of the gateway.
 type Tenant struct {
 	Name string
-	// TokensPerMinute is the quota; tokens are counted as the gateway
-	// forwards them.
+	// TokensPerMinute is the quota, and the most one request may reserve.
 	TokensPerMinute int
 	// MaxStreams bounds the tenant's concurrent streams.
 	MaxStreams int
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// balance is what is left to reserve, in [0, TokensPerMinute].
 	balance float64
 	last    time.Time
 	streams int
@@ -55,6 +70,9 @@ const DefaultMaxStreams = 100
 var (
 	ErrQuotaSpent     = errors.New("tokens-per-minute quota spent")
 	ErrTooManyStreams = errors.New("concurrent stream limit reached")
+	// ErrTooLarge refuses a reservation above the tenant's whole quota:
+	// the balance never holds that much, so no retry could succeed.
+	ErrTooLarge = errors.New("reservation larger than the tokens-per-minute quota")
 )
 
 // Registry resolves API keys. It is safe for concurrent use.
@@ -184,47 +202,82 @@ func (r *Registry) Authenticate(key string) (*Tenant, error) {
 	return t, nil
 }
 
-// Admit takes one of the tenant's stream slots if its balance is positive
-// and a slot is free; the caller calls release once the stream ends. A
-// tenant whose balance is spent (it may be negative: see Charge) waits
-// retryAfter; one at its stream limit retries in a second, since a slot
-// frees when any of its streams ends.
-func (r *Registry) Admit(t *Tenant) (release func(), retryAfter time.Duration, err error) {
+// Reserve admits a stream that may stream up to tokens: it takes one of
+// the tenant's stream slots and tokens from its balance, and the caller
+// ends the reservation with End once the stream is over. A reservation
+// above TokensPerMinute is ErrTooLarge. A tenant whose balance is short
+// of tokens is ErrQuotaSpent, with the wait until the refill covers them
+// (at most a minute: the balance is never negative); one at its stream
+// limit retries in a second, since a slot frees when any of its streams
+// ends.
+func (r *Registry) Reserve(t *Tenant, tokens int) (_ *Reservation, retryAfter time.Duration, _ error) {
+	if tokens > t.TokensPerMinute {
+		return nil, 0, ErrTooLarge
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r.refill(t)
-	if t.balance <= 0 {
+	if short := float64(tokens) - t.balance; short > 0 {
 		perSecond := float64(t.TokensPerMinute) / 60
-		wait := time.Duration(math.Ceil((1-t.balance)/perSecond*1000)) * time.Millisecond
+		wait := time.Duration(math.Ceil(short/perSecond*1000)) * time.Millisecond
 		return nil, max(wait, time.Second), ErrQuotaSpent
 	}
 	if t.streams >= t.MaxStreams {
 		return nil, time.Second, ErrTooManyStreams
 	}
 	t.streams++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			t.mu.Lock()
-			t.streams--
-			t.mu.Unlock()
-		})
-	}, 0, nil
+	t.balance -= float64(tokens)
+	return &Reservation{r: r, t: t, held: tokens}, 0, nil
 }
 
-// Charge takes n forwarded tokens from the tenant's balance. A stream that
-// was admitted is never cut short: it may drive the balance below zero, and
-// the tenant's next streams wait until the debt is repaid. Cutting a
-// generation mid-way would waste the tokens already paid for upstream and
-// hand the client a broken answer.
-func (r *Registry) Charge(t *Tenant, n int) {
-	if n == 0 {
+// Reservation is what one admitted stream holds of its tenant's balance.
+// It belongs to the stream: one goroutine uses it.
+type Reservation struct {
+	r     *Registry
+	t     *Tenant
+	held  int // tokens taken from the balance for the stream
+	ended bool
+}
+
+// Cover makes the reservation hold the used tokens a stream has
+// forwarded, taking what it lacks from the tenant's balance, and reports
+// whether the balance had it. When it did not, Cover takes what there was
+// (the balance is left at zero) and the stream must stop; each later call
+// takes what has refilled since. Within the reservation it is two
+// comparisons, inlined: a stream may call it for every event.
+func (rv *Reservation) Cover(used int) bool {
+	return rv.ended || used <= rv.held || rv.draw(used)
+}
+
+// draw is Cover past the reservation.
+func (rv *Reservation) draw(used int) bool {
+	t := rv.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rv.r.refill(t)
+	take := min(used-rv.held, int(t.balance))
+	t.balance -= float64(take)
+	rv.held += take
+	return rv.held >= used
+}
+
+// End settles a stream that streamed used tokens and frees its slot: what
+// it held and did not stream goes back to the balance, and tokens past
+// what Cover could take are charged as far as the balance goes. Those are
+// at most the tokens a stream forwarded between its last Cover and its
+// stop; a debt for them would only lock the tenant out longer than the
+// minute a quota is about. Calls after the first do nothing.
+func (rv *Reservation) End(used int) {
+	if rv.ended {
 		return
 	}
+	rv.ended = true
+	t := rv.t
 	t.mu.Lock()
-	r.refill(t)
-	t.balance -= float64(n)
-	t.mu.Unlock()
+	defer t.mu.Unlock()
+	rv.r.refill(t)
+	t.balance = min(max(t.balance+float64(rv.held-used), 0), float64(t.TokensPerMinute))
+	t.streams--
 }
 
 // refill is a token bucket: TokensPerMinute spread evenly over the minute,

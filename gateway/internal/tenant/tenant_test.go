@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,35 +61,134 @@ func TestParseRejectsBadConfig(t *testing.T) {
 	}
 }
 
-func TestQuotaAdmitsChargesAndRefills(t *testing.T) {
+func TestReservationsAreTakenGivenBackAndRefilled(t *testing.T) {
 	r, _ := Parse("k=acme:60") // one token a second
 	now := time.Unix(1000, 0)
 	r.now = func() time.Time { return now }
 	a, _ := r.Authenticate("k")
-	release, _, err := r.Admit(a)
+	if _, _, err := r.Reserve(a, 61); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a reservation above the whole quota: %v, want ErrTooLarge", err)
+	}
+	rv, _, err := r.Reserve(a, 50)
 	if err != nil {
 		t.Fatal("a fresh tenant is admitted")
 	}
-	release()
-	// An admitted stream is never cut: it may overdraw.
-	r.Charge(a, 70)
-	_, wait, err := r.Admit(a)
-	if !errors.Is(err, ErrQuotaSpent) || wait != 11*time.Second {
-		t.Fatalf("after overdrawing by 10: %v, retry after %s, want 11s", err, wait)
+	// 10 left: a reservation of 20 waits 10 s for the refill.
+	if _, wait, err := r.Reserve(a, 20); !errors.Is(err, ErrQuotaSpent) || wait != 10*time.Second {
+		t.Fatalf("reserving 20 of 10 left: %v, retry after %s; want ErrQuotaSpent after 10s", err, wait)
 	}
-	now = now.Add(11 * time.Second)
-	if _, _, err := r.Admit(a); err != nil {
-		t.Fatal("the debt is repaid after 11 s")
+	// The stream used 5 of its 50: 45 go back.
+	rv.End(5)
+	rv.End(0) // a second End gives nothing more back
+	if a.balance != 55 || a.streams != 0 {
+		t.Fatalf("after a stream of 5 of 50 reserved: balance %v, streams %d; want 55 and 0", a.balance, a.streams)
 	}
 	now = now.Add(time.Hour)
-	r.Admit(a)
+	rv, _, _ = r.Reserve(a, 1)
+	rv.End(0)
 	if a.balance != 60 {
 		t.Fatalf("balance banked %v, want at most one minute (60)", a.balance)
 	}
 }
 
-// A positive balance alone admitted any number of simultaneous streams:
-// tokens are only charged as they stream.
+// An upstream that streams past max_tokens (or a request without one,
+// past the default) draws on the balance; when that is spent the stream
+// must stop. Its overrun never becomes a debt: the old charge-as-you-go
+// quota let one such stream lock a tenant out for 46 hours.
+func TestStreamsPastTheirReservationDrawOnTheBalanceNeverBelowZero(t *testing.T) {
+	r, _ := Parse("k=acme:60")
+	now := time.Unix(1000, 0)
+	r.now = func() time.Time { return now }
+	a, _ := r.Authenticate("k")
+	rv, _, _ := r.Reserve(a, 20)
+	if !rv.Cover(20) || a.balance != 40 {
+		t.Fatalf("within the reservation: balance %v, want 40 untouched", a.balance)
+	}
+	if !rv.Cover(50) || a.balance != 10 {
+		t.Fatalf("30 past the reservation: balance %v, want 10", a.balance)
+	}
+	if rv.Cover(70) || a.balance != 0 {
+		t.Fatalf("20 more with 10 left: covered, or balance %v; want refused at 0", a.balance)
+	}
+	now = now.Add(5 * time.Second)
+	if rv.Cover(70) || a.balance != 0 || rv.held != 65 {
+		t.Fatalf("5 s later: the refill is taken (held %d, want 65), the stream still short", rv.held)
+	}
+	// It stopped at 10,000 (an upstream that never stops, a loop that
+	// checks late): what it had not covered is charged as far as the
+	// balance goes, and no further.
+	rv.End(10000)
+	if a.balance != 0 || a.streams != 0 {
+		t.Fatalf("balance %v, streams %d; want 0 and 0", a.balance, a.streams)
+	}
+	_, wait, err := r.Reserve(a, 60)
+	if !errors.Is(err, ErrQuotaSpent) || wait != time.Minute {
+		t.Fatalf("a full reservation after the overrun: %v, retry after %s; want a minute at most", err, wait)
+	}
+}
+
+// Many streams of one tenant overlapping, each reserving, streaming until
+// it is done or the quota refuses it, and ending, on a fake clock: what
+// they streamed in all never exceeds one minute's quota plus the refill of
+// the time they took, and no refusal asks to wait more than a minute.
+func TestWhatATenantStreamsStaysWithinItsQuota(t *testing.T) {
+	const tpm = 600
+	r, _ := Parse("k=acme:600:1000")
+	now := time.Unix(1000, 0)
+	begin := now
+	r.now = func() time.Time { return now }
+	a, _ := r.Authenticate("k")
+	rng := rand.New(rand.NewPCG(1, 2))
+	type live struct {
+		rv         *Reservation
+		used, want int
+	}
+	var streams []*live
+	streamed := 0
+	for step := range 20000 {
+		now = now.Add(time.Duration(rng.IntN(50)) * time.Millisecond)
+		if rng.IntN(4) == 0 {
+			// A request for up to 200 tokens that streams between none
+			// and three times that: an upstream that ignores max_tokens.
+			reserve := 1 + rng.IntN(200)
+			rv, wait, err := r.Reserve(a, reserve)
+			if err != nil {
+				if wait > time.Minute {
+					t.Fatalf("step %d: retry after %s", step, wait)
+				}
+				continue
+			}
+			streams = append(streams, &live{rv: rv, want: rng.IntN(3 * reserve)})
+		}
+		for i := 0; i < len(streams); i++ {
+			s := streams[i]
+			stop := s.used == s.want
+			if !stop {
+				s.used++
+				if stop = !s.rv.Cover(s.used); stop {
+					s.used-- // the loop stops before forwarding it
+				} else {
+					streamed++
+				}
+			}
+			if stop {
+				s.rv.End(s.used)
+				streams = append(streams[:i], streams[i+1:]...)
+				i--
+			}
+		}
+		if limit := tpm + tpm*now.Sub(begin).Minutes(); float64(streamed) > limit+1e-6 {
+			t.Fatalf("step %d: %d tokens streamed in %s, over the quota's %.0f", step, streamed, now.Sub(begin), limit)
+		}
+		if a.balance < 0 || a.balance > tpm {
+			t.Fatalf("step %d: balance %v", step, a.balance)
+		}
+	}
+	t.Logf("%d tokens streamed in %s, %.0f allowed", streamed, now.Sub(begin).Round(time.Second), tpm+tpm*now.Sub(begin).Minutes())
+}
+
+// A positive balance alone admitted any number of simultaneous streams;
+// the stream limit still bounds them when each reserves little.
 func TestConcurrentStreamsAreBoundedPerTenant(t *testing.T) {
 	r, err := Parse("k=acme:1000000:3,j=globex:1000000")
 	if err != nil {
@@ -99,28 +199,28 @@ func TestConcurrentStreamsAreBoundedPerTenant(t *testing.T) {
 	if acme.MaxStreams != 3 || globex.MaxStreams != DefaultMaxStreams {
 		t.Fatalf("limits %d and %d, want 3 and the default %d", acme.MaxStreams, globex.MaxStreams, DefaultMaxStreams)
 	}
-	var releases []func()
+	var held []*Reservation
 	for range 3 {
-		release, _, err := r.Admit(acme)
+		rv, _, err := r.Reserve(acme, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		releases = append(releases, release)
+		held = append(held, rv)
 	}
-	_, wait, err := r.Admit(acme)
+	_, wait, err := r.Reserve(acme, 1)
 	if !errors.Is(err, ErrTooManyStreams) || wait <= 0 {
 		t.Fatalf("a fourth stream: %v, retry after %s; want ErrTooManyStreams and a wait", err, wait)
 	}
-	if _, _, err := r.Admit(globex); err != nil {
+	if _, _, err := r.Reserve(globex, 1); err != nil {
 		t.Fatalf("one tenant's limit must not hold another: %v", err)
 	}
-	releases[0]()
-	releases[0]() // a second release of the same stream frees nothing more
-	if _, _, err := r.Admit(acme); err != nil {
-		t.Fatalf("a released slot is free again: %v", err)
+	held[0].End(1)
+	held[0].End(1) // a second End of the same stream frees nothing more
+	if _, _, err := r.Reserve(acme, 1); err != nil {
+		t.Fatalf("an ended stream's slot is free again: %v", err)
 	}
-	if _, _, err := r.Admit(acme); !errors.Is(err, ErrTooManyStreams) {
-		t.Fatalf("a double release freed two slots: %v", err)
+	if _, _, err := r.Reserve(acme, 1); !errors.Is(err, ErrTooManyStreams) {
+		t.Fatalf("a double End freed two slots: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "tenants")
 	os.WriteFile(path, []byte("k1 acme 600 8\nk2 acme 600 8\n"), 0o600)

@@ -400,8 +400,9 @@ func TestAnOverrunNeverLocksATenantOutForLongerThanAMinute(t *testing.T) {
 			if second.StatusCode != 429 || err != nil || ra < 1 || ra > 60 {
 				t.Fatalf("after the overrun: %d, Retry-After %q; want 429 and 1–60 s", second.StatusCode, second.Header.Get("Retry-After"))
 			}
-			if n := testutil.ToFloat64(l.m.rejections.WithLabelValues("tiny", limitTokens)); n != 1 {
-				t.Errorf("quota rejections = %v, want 1", n)
+			// The first stream, stopped when the balance ran out, and this one.
+			if n := testutil.ToFloat64(l.m.rejections.WithLabelValues("tiny", limitTokens)); n != 2 {
+				t.Errorf("quota rejections = %v, want 2", n)
 			}
 		})
 	}
@@ -435,5 +436,30 @@ func TestTokenLimitsAreCheckedAndReservedPerChoice(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(l.m.rejections.WithLabelValues("ten", limitTokens)); n != 4 {
 		t.Errorf("quota rejections = %v, want the 4 too large for the quota", n)
+	}
+}
+
+// An upstream that ignores max_tokens is stopped when the tenant's balance
+// cannot cover more: the client gets what the quota paid for, then a
+// rate_limit_error event and no [DONE]; the stream counts as the tenant's
+// rejection, not the service's failure.
+func TestAStreamPastTheQuotaEnds(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	l := newLab(t, provider(10000, closed))
+	resp := l.post(t, "k-tiny", `{"stream":true,"max_tokens":60}`)
+	b, _ := io.ReadAll(resp.Body)
+	_, done, errs := contents(t, string(b))
+	got := tokensIn(t, string(b))
+	// 60 reserved, what refills (1 a second) while it streams, and the
+	// one event the check comes after.
+	if resp.StatusCode != 200 || done || len(errs) != 1 || !strings.Contains(errs[0], "spent its 60 tokens per minute") || got > 70 {
+		t.Fatalf("status %d, done=%v, errors %q, %d tokens; want at most ~60 tokens and one rate-limit error", resp.StatusCode, done, errs, got)
+	}
+	if l.outcomes(t, OutcomeRejected) != 1 || l.outcomes(t, OutcomeUpstreamError) != 0 {
+		t.Errorf("outcome: rejected %d, upstream_error %d; want 1 and 0", l.outcomes(t, OutcomeRejected), l.outcomes(t, OutcomeUpstreamError))
+	}
+	if n := testutil.ToFloat64(l.m.rejections.WithLabelValues("tiny", limitTokens)); n != 1 {
+		t.Errorf("quota rejections = %v, want 1", n)
 	}
 }

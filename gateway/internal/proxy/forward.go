@@ -143,6 +143,12 @@ func (s *stream) forward(dec *sse.Decoder, out *flusher) error {
 		if s.over != nil {
 			return s.over
 		}
+		// The tenant pays as it streams. Past its reservation a stream
+		// draws on the balance; when that is spent it ends here, at most
+		// one event over.
+		if !s.acct.settle() {
+			return errQuotaSpent
+		}
 	}
 }
 

@@ -764,3 +764,27 @@ func TestHeldTextGoesOutBeforeTheFinishAndRepeatsNothing(t *testing.T) {
 		t.Errorf("said once each: finish_reason %v, tool name %q, id %q, usage %d times\n%s", finished, names, ids, usages, body)
 	}
 }
+
+// An upstream that answers an error status and then sends no body is not
+// waited on past the idle timeout: the client hears the status.
+func TestAnErrorStatusWithAStalledBodyIsAnswered(t *testing.T) {
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}, func(cfg *Config) { cfg.IdleTimeout = 100 * time.Millisecond })
+	// The client's own bound is far above the idle timeout: a gateway
+	// that waited on the body would meet it first.
+	client := l.gw.Client()
+	client.Timeout = 20 * time.Second
+	req, _ := http.NewRequest(http.MethodPost, l.gw.URL+RouteStream, strings.NewReader(`{"stream":true}`))
+	req.Header.Set("Authorization", "Bearer k-acme")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("the gateway never answered: %v", err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 502 || !strings.Contains(string(b), "503") {
+		t.Errorf("%d %s, want 502 naming the upstream's 503", resp.StatusCode, b)
+	}
+}

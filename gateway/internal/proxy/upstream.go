@@ -21,6 +21,10 @@ import (
 var (
 	errIdle       = errors.New("upstream sent nothing within the idle timeout")
 	errClientGone = errors.New("client stopped reading")
+	// errQuotaSpent ends a stream that went past its reservation (an
+	// upstream that ignores max_tokens) when its tenant's balance cannot
+	// cover more.
+	errQuotaSpent = errors.New("the tenant's token quota is spent")
 )
 
 // proxy calls the upstream with an admitted request and, once it answers
@@ -49,18 +53,20 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonConnect, "upstream_error", "upstream unreachable: "+err.Error())
 	}
 	defer resp.Body.Close()
+	// Stopped until the first read arms it (idleReader): an error's body
+	// is read under it too, so an upstream that answers 503 and stalls
+	// does not hold the handler.
+	idle := time.AfterFunc(h.cfg.IdleTimeout, func() { cancel(errIdle) })
+	idle.Stop()
+	defer idle.Stop()
 	if resp.StatusCode != http.StatusOK {
-		return upstreamRefusal(w, resp)
+		return upstreamRefusal(w, resp, idleReader{resp.Body, idle, h.cfg.IdleTimeout})
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonContentType, "upstream_error",
 			fmt.Sprintf("upstream answered %q, not an event stream", ct))
 	}
 
-	// Stopped until the first read arms it (idleReader).
-	idle := time.AfterFunc(h.cfg.IdleTimeout, func() { cancel(errIdle) })
-	idle.Stop()
-	defer idle.Stop()
 	buf := readBuffers.Get().(*[readBufferSize]byte)
 	defer readBuffers.Put(buf)
 	lim := h.cfg.Limits
@@ -77,12 +83,8 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	s.begin(h.cfg.NewTranscript(req.maxTokens))
 	out := newFlusher(w, h.cfg.ClientWriteTimeout)
 	defer out.done()
-	// Before a read that may block, what is written must not wait on it,
-	// and the tenant pays for what it got.
-	dec := sse.NewDecoder(rd, h.cfg.MaxLine, func() error {
-		s.acct.settle()
-		return out.flush()
-	})
+	// Before a read that may block, what is written must not wait on it.
+	dec := sse.NewDecoder(rd, h.cfg.MaxLine, out.flush)
 	err = s.forward(dec, out)
 	s.acct.ignored(dec.Ignored())
 	switch {
@@ -90,6 +92,17 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 		return result{outcome: OutcomeOK, status: http.StatusOK}
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
 		return result{outcome: OutcomeClientCanceled, status: http.StatusOK, err: err.Error()}
+	case errors.Is(err, errQuotaSpent):
+		// The tenant's limit, not a failure of the service's: counted
+		// as a rejection, as at admission.
+		t := s.acct.tenant
+		h.cfg.Metrics.rejections.WithLabelValues(t.Name, limitTokens).Inc()
+		msg := fmt.Sprintf("tenant %s has spent its %d tokens per minute; the upstream streamed past the request's max_tokens", t.Name, t.TokensPerMinute)
+		s.flushTail(out)
+		out.line(errorEvent("rate_limit_error", msg))
+		out.line(nil)
+		out.flush()
+		return result{outcome: OutcomeRejected, status: http.StatusOK, err: msg}
 	}
 	var limit limitError
 	if errors.As(context.Cause(ctx), &limit) {
@@ -141,9 +154,10 @@ var requestErrors = map[int]bool{
 }
 
 // upstreamRefusal maps an upstream's non-200 answer to a client error: the
-// client learns what the upstream said, and a 429 keeps its Retry-After.
-func upstreamRefusal(w http.ResponseWriter, resp *http.Response) result {
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+// client learns what the upstream said (the first 512 bytes of body, read
+// from body), and a 429 keeps its Retry-After.
+func upstreamRefusal(w http.ResponseWriter, resp *http.Response, body io.Reader) result {
+	snippet, _ := io.ReadAll(io.LimitReader(body, 512))
 	msg := fmt.Sprintf("upstream answered %s", resp.Status)
 	if text := strings.TrimSpace(strings.ToValidUTF8(string(snippet), "")); text != "" {
 		redacted, _ := redact.Text([]byte(text))

@@ -57,7 +57,7 @@ load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, s
 # which is not on every user's PATH.
 PROM_TOOLS := prometheus promtool amtool prometheus-alertmanager
 .PHONY: tools
-tools: ## install Prometheus, Alertmanager, Chromium and nginx (Debian packages) when missing
+tools: compose-plugin ## install Prometheus, Alertmanager, Chromium and nginx (Debian packages), and Compose v2, when missing
 	@missing=""; pkgs=""; for t in $(PROM_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	[ -z "$$missing" ] || pkgs="prometheus prometheus-alertmanager"; \
 	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { missing="$$missing chromium"; pkgs="$$pkgs chromium"; }; \
@@ -68,6 +68,27 @@ tools: ## install Prometheus, Alertmanager, Chromium and nginx (Debian packages)
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null; \
 	fi; promtool --version | head -1
+
+# Compose v2, the docker CLI plugin behind `docker compose`, builds in its own
+# module (tools/compose), out of go.work, as golangci-lint does; Debian's
+# docker-compose is v1, which rejects the compose file's `name:`. Nothing is
+# built when `docker compose version` works; a plugin built here carries
+# the hash of tools/compose/go.sum in its version, so a changed go.sum
+# rebuilds it, and someone else's Compose is left alone. The cold build
+# takes about 5 minutes; Go's build cache keeps later ones to seconds.
+COMPOSE_PLUGINS := $(or $(DOCKER_CONFIG),$(HOME)/.docker)/cli-plugins
+.PHONY: compose-plugin
+compose-plugin: ## install Compose v2 (tools/compose) as the docker CLI's compose plugin, when missing or stale
+	@command -v docker >/dev/null || { echo "compose-plugin: no docker CLI here, so no Compose plugin"; exit 0; }; \
+	mod=$$(GOWORK=off $(GO) -C tools/compose list -m -f '{{.Version}}' github.com/docker/compose/v2); \
+	want=$$mod+burnlab.$$(sha256sum tools/compose/go.sum | cut -c1-12); \
+	have=v$$(docker compose version --short 2>/dev/null | sed 's/^v//') || true; \
+	if [ "$$have" = "$$want" ]; then echo "docker compose $$have"; exit 0; fi; \
+	case $$have in v|*+burnlab.*) ;; *) echo "docker compose $$have is not burnlab's: leaving it (tools/compose pins $$mod)"; exit 0;; esac; \
+	echo "building Compose $$want into $(COMPOSE_PLUGINS)/docker-compose (was: $${have#v})"; mkdir -p $(COMPOSE_PLUGINS); \
+	GOWORK=off CGO_ENABLED=0 $(GO) -C tools/compose build -trimpath -ldflags "-w -X github.com/docker/compose/v2/internal.Version=$$want" \
+		-o $(COMPOSE_PLUGINS)/docker-compose github.com/docker/compose/v2/cmd; \
+	docker compose version
 
 # Sloth builds in its own module, out of go.work, so its large dependency
 # graph cannot move the services' versions.

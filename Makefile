@@ -222,31 +222,68 @@ scenario: ## inject a fault into the running lab or compose stack: make scenario
 	@$(GO) run ./stack/cmd/lab scenario -name "$(S)" -compose "$(COMPOSE)"
 
 # docker compose: the same stack in containers. BURNLAB_VERSION stamps the
-# images' binaries (gateway_build_info{version}).
+# images' binaries (gateway_build_info{version}). Once `make up-offline`
+# has written its override (.offline/compose.yml), every compose verb here
+# uses it too, so `make fixed` and `make down` act on that stack; remove
+# .offline/ to go back to docker-compose.yml alone. STAGE re-stages the
+# build context first, so a verb that builds builds today's files.
+OFFLINE         := .offline
+OFFLINE_COMPOSE := docker compose -f docker-compose.yml -f $(OFFLINE)/compose.yml
+ifneq ($(wildcard $(OFFLINE)/compose.yml),)
+COMPOSE ?= $(OFFLINE_COMPOSE)
+STAGE   := standins
+else
 COMPOSE ?= docker compose
+STAGE   :=
+endif
 export BURNLAB_VERSION := $(VERSION)
 
 .PHONY: up
-up: ## docker compose: build and start the stack in the background (the baseline gateway pages in minutes)
+up: $(STAGE) ## docker compose: build and start the stack in the background (the baseline gateway pages in minutes)
 	$(COMPOSE) up --build --detach
 	@echo "Grafana      http://127.0.0.1:3000 (the SLO dashboard is the home page)"
 	@echo "Prometheus   http://127.0.0.1:9090/alerts   Alertmanager http://127.0.0.1:9093"
 	@echo "Pages        make pages    Logs  make logs    The fix  make fixed"
+
+# An engine with no registry (this project's machines) pulls nothing: the
+# stand-ins are built here instead (stack/standins: the Go image from the
+# host's Go, the distroless runtime, Prometheus and Alertmanager from their
+# Go modules), tagged by the hash of their inputs and built again only when
+# those change. The build context is a staged copy of the repo with its
+# modules vendored, as a build container here cannot reach the module proxy.
+# BUSYBOX: a static busybox, the stand-ins' shell (Debian's busybox-static).
+BUSYBOX ?= /bin/busybox
+.PHONY: standins
+standins: ## build the stand-in images an engine with no registry lacks; stage the build context and compose override in .offline/
+	@if [ "$(BUSYBOX)" = /bin/busybox ] && ! dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then \
+		echo "installing busybox-static (the stand-ins' shell)"; \
+		command -v apt-get >/dev/null || { echo "no apt-get: pass a static busybox as BUSYBOX=path" >&2; exit 1; }; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends busybox-static >/dev/null; \
+	fi
+	$(GO) run ./stack/cmd/standins -out $(OFFLINE) -busybox $(BUSYBOX)
+
+.PHONY: up-offline
+up-offline: compose-plugin standins ## docker compose on an engine with no registry: the stack on stand-ins, Grafana left out (make down stops it)
+	$(OFFLINE_COMPOSE) up --build --detach
+	@echo "Grafana is left out: no registry here gives grafana/grafana, and burnlab never fakes it (.offline/compose.yml)."
+	@echo "Prometheus   http://127.0.0.1:9090/api/v1/alerts (the stand-in has no web UI)   Alertmanager http://127.0.0.1:9093/api/v2/alerts"
+	@echo "Pages        make pages    Logs  make logs    The fix  make fixed    Stop  make down"
 
 .PHONY: down
 down: ## docker compose: stop the stack, keeping its volumes (docker compose down -v forgets them)
 	$(COMPOSE) down
 
 .PHONY: fixed
-fixed: ## docker compose: switch the gateway to burnlab/gateway:fixed, recreating only the gateway
+fixed: $(STAGE) ## docker compose: switch the gateway to burnlab/gateway:fixed, recreating only the gateway
 	GATEWAY_TAG=fixed $(COMPOSE) up --build --detach --no-deps gateway
 
 .PHONY: baseline
-baseline: ## docker compose: switch the gateway back to burnlab/gateway:baseline
+baseline: $(STAGE) ## docker compose: switch the gateway back to burnlab/gateway:baseline
 	GATEWAY_TAG=baseline $(COMPOSE) up --build --detach --no-deps gateway
 
 .PHONY: images
-images: ## docker compose: build every image, the gateway as both :baseline and :fixed
+images: $(STAGE) ## docker compose: build every image, the gateway as both :baseline and :fixed
 	GATEWAY_TAG=baseline $(COMPOSE) build
 	GATEWAY_TAG=fixed $(COMPOSE) build gateway
 

@@ -30,7 +30,7 @@ const caBundle = "/etc/ssl/certs/ca-certificates.crt"
 func (l *layout) base(accounts ...string) {
 	l.dir("/tmp", 0o777|fs.ModeSticky, 0, 0)
 	l.dir("/root", 0o700, 0, 0)
-	passwd := "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n"
+	passwd := "root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n" //nolint:gosec // G101 reads passwd's x as a password; it is the format's placeholder
 	group := "root:x:0:\nnobody:x:65534:\n"
 	for _, a := range accounts {
 		name, id, _ := strings.Cut(a, ":")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -27,52 +28,66 @@ func stageContext(ctx context.Context, m Machine, dst string) error {
 	if err != nil {
 		return fmt.Errorf("standins: staging needs a git checkout: %w", err)
 	}
+	// Both ends are os.Roots: a symlink the repo holds is copied as a
+	// symlink, and no path, however named, reads or writes outside them.
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("standins: %w", err)
+	}
+	from, err := os.OpenRoot(m.Root)
+	if err != nil {
+		return fmt.Errorf("standins: %w", err)
+	}
+	defer from.Close()
+	to, err := os.OpenRoot(dst)
+	if err != nil {
+		return fmt.Errorf("standins: %w", err)
+	}
+	defer to.Close()
 	keep := map[string]bool{}
 	for _, rel := range strings.Split(strings.TrimRight(string(list), "\x00"), "\x00") {
 		if rel == "" || rel == "vendor" || strings.HasPrefix(rel, "vendor/") {
 			continue
 		}
-		copied, err := syncFile(filepath.Join(m.Root, rel), filepath.Join(dst, rel))
+		copied, err := syncFile(from, to, rel)
 		if err != nil {
-			return err
+			return fmt.Errorf("standins: staging %s: %w", rel, err)
 		}
 		if copied {
 			keep[rel] = true
 		}
 	}
-	if err := prune(dst, keep); err != nil {
+	if err := prune(to, keep); err != nil {
 		return err
 	}
 	return vendor(ctx, m, dst, keep)
 }
 
-// syncFile makes dst a copy of src: a regular file with the same content
-// and executable bit, or the same symlink. A src that is gone (deleted,
-// not yet committed) is not copied.
-func syncFile(src, dst string) (bool, error) {
-	info, err := os.Lstat(src)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("standins: %w", err)
+// syncFile makes rel in to a copy of rel in from: a regular file with the
+// same content and executable bit, or the same symlink. A file that is
+// gone (deleted, not yet committed) is not copied.
+func syncFile(from, to *os.Root, rel string) (bool, error) {
+	info, err := from.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return false, fmt.Errorf("standins: %w", err)
+	if err != nil {
+		return false, err
+	}
+	if err := to.MkdirAll(path.Dir(rel), 0o755); err != nil {
+		return false, err
 	}
 	if info.Mode()&fs.ModeSymlink != 0 {
-		target, err := os.Readlink(src)
+		target, err := from.Readlink(rel)
 		if err != nil {
-			return false, fmt.Errorf("standins: %w", err)
+			return false, err
 		}
-		if have, err := os.Readlink(dst); err == nil && have == target {
+		if have, err := to.Readlink(rel); err == nil && have == target {
 			return true, nil
 		}
-		os.Remove(dst)
-		if err := os.Symlink(target, dst); err != nil {
-			return false, fmt.Errorf("standins: %w", err)
+		if err := removeInTheWay(to, rel); err != nil {
+			return false, err
 		}
-		return true, nil
+		return true, to.Symlink(target, rel)
 	}
 	if !info.Mode().IsRegular() {
 		return false, nil
@@ -81,42 +96,41 @@ func syncFile(src, dst string) (bool, error) {
 	if info.Mode()&0o111 != 0 {
 		mode = 0o755
 	}
-	want, err := os.ReadFile(src)
+	want, err := from.ReadFile(rel)
 	if err != nil {
-		return false, fmt.Errorf("standins: %w", err)
+		return false, err
 	}
-	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
-		if di, err := os.Lstat(dst); err == nil && di.Mode() == mode {
+	if have, err := to.ReadFile(rel); err == nil && bytes.Equal(have, want) {
+		if di, err := to.Lstat(rel); err == nil && di.Mode() == mode {
 			return true, nil
 		}
 	}
-	os.Remove(dst) // a symlink or a read-only file in the way
-	if err := os.WriteFile(dst, want, mode); err != nil {
-		return false, fmt.Errorf("standins: %w", err)
+	if err := removeInTheWay(to, rel); err != nil {
+		return false, err
 	}
-	return true, os.Chmod(dst, mode)
+	if err := to.WriteFile(rel, want, mode); err != nil {
+		return false, err
+	}
+	return true, to.Chmod(rel, mode)
 }
 
-// prune removes from dst what keep does not hold, vendor/ aside, and the
+// prune removes from to what keep does not hold, vendor/ aside, and the
 // folders left empty.
-func prune(dst string, keep map[string]bool) error {
+func prune(to *os.Root, keep map[string]bool) error {
 	var dirs []string
-	err := filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dst, p)
-		rel = filepath.ToSlash(rel)
+	err := fs.WalkDir(to.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		switch {
+		case err != nil:
+			return err
 		case rel == ".":
 			return nil
 		case rel == "vendor":
-			return filepath.SkipDir
+			return fs.SkipDir
 		case d.IsDir():
-			dirs = append(dirs, p)
+			dirs = append(dirs, rel)
 			return nil
 		case !keep[rel]:
-			return os.Remove(p)
+			return to.Remove(rel)
 		}
 		return nil
 	})
@@ -125,7 +139,20 @@ func prune(dst string, keep map[string]bool) error {
 	}
 	slices.Reverse(dirs)
 	for _, d := range dirs {
-		os.Remove(d) // fails, as it should, when not empty
+		if entries, err := fs.ReadDir(to.FS(), d); err == nil && len(entries) == 0 {
+			if err := to.Remove(d); err != nil {
+				return fmt.Errorf("standins: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// removeInTheWay removes what is at rel (a stale file, a symlink where a
+// file goes, a read-only copy), if anything.
+func removeInTheWay(to *os.Root, rel string) error {
+	if err := to.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }

@@ -351,7 +351,9 @@ func (p *patch) apply(ctx context.Context, m Machine, toolModule, dir string) (s
 		if strings.HasSuffix(rel, ".gz") {
 			var z bytes.Buffer
 			zw := gzip.NewWriter(&z)
-			zw.Write(data)
+			if _, err := zw.Write(data); err != nil {
+				return "", fmt.Errorf("standins: %w", err)
+			}
 			if err := zw.Close(); err != nil {
 				return "", fmt.Errorf("standins: %w", err)
 			}
@@ -370,7 +372,8 @@ func (p *patch) apply(ctx context.Context, m Machine, toolModule, dir string) (s
 		if err != nil {
 			return "", fmt.Errorf("standins: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(modDir, f), c, 0o644); err != nil {
+		// modDir is under the -out folder the user chose; f is go.mod or go.sum.
+		if err := os.WriteFile(filepath.Join(modDir, f), c, 0o644); err != nil { //nolint:gosec // G703: see above
 			return "", fmt.Errorf("standins: %w", err)
 		}
 	}
@@ -485,7 +488,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return r, err
 	}
 	r.Override, r.LeftOut = filepath.Join(out, "compose.yml"), leftOut
-	if err := os.WriteFile(r.Override, text, 0o644); err != nil {
+	// The override goes in the -out folder the user chose.
+	if err := os.WriteFile(r.Override, text, 0o644); err != nil { //nolint:gosec // G703: see above
 		return r, fmt.Errorf("standins: %w", err)
 	}
 	return r, nil

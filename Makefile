@@ -57,7 +57,7 @@ load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, s
 # which is not on every user's PATH.
 PROM_TOOLS := prometheus promtool amtool prometheus-alertmanager
 .PHONY: tools
-tools: ## install Prometheus, Alertmanager, Chromium and nginx (Debian packages) when missing
+tools: compose-plugin ## install Prometheus, Alertmanager, Chromium and nginx (Debian packages), and Compose v2, when missing
 	@missing=""; pkgs=""; for t in $(PROM_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
 	[ -z "$$missing" ] || pkgs="prometheus prometheus-alertmanager"; \
 	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { missing="$$missing chromium"; pkgs="$$pkgs chromium"; }; \
@@ -68,6 +68,27 @@ tools: ## install Prometheus, Alertmanager, Chromium and nginx (Debian packages)
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null; \
 	fi; promtool --version | head -1
+
+# Compose v2, the docker CLI plugin behind `docker compose`, builds in its own
+# module (tools/compose), out of go.work, as golangci-lint does; Debian's
+# docker-compose is v1, which rejects the compose file's `name:`. Nothing is
+# built when `docker compose version` works; a plugin built here carries
+# the hash of tools/compose/go.sum in its version, so a changed go.sum
+# rebuilds it, and someone else's Compose is left alone. The cold build
+# takes about 5 minutes; Go's build cache keeps later ones to seconds.
+COMPOSE_PLUGINS := $(or $(DOCKER_CONFIG),$(HOME)/.docker)/cli-plugins
+.PHONY: compose-plugin
+compose-plugin: ## install Compose v2 (tools/compose) as the docker CLI's compose plugin, when missing or stale
+	@command -v docker >/dev/null || { echo "compose-plugin: no docker CLI here, so no Compose plugin"; exit 0; }; \
+	mod=$$(GOWORK=off $(GO) -C tools/compose list -m -f '{{.Version}}' github.com/docker/compose/v2); \
+	want=$$mod+burnlab.$$(sha256sum tools/compose/go.sum | cut -c1-12); \
+	have=v$$(docker compose version --short 2>/dev/null | sed 's/^v//') || true; \
+	if [ "$$have" = "$$want" ]; then echo "docker compose $$have"; exit 0; fi; \
+	case $$have in v|*+burnlab.*) ;; *) echo "docker compose $$have is not burnlab's: leaving it (tools/compose pins $$mod)"; exit 0;; esac; \
+	echo "building Compose $$want into $(COMPOSE_PLUGINS)/docker-compose (was: $${have#v})"; mkdir -p $(COMPOSE_PLUGINS); \
+	GOWORK=off CGO_ENABLED=0 $(GO) -C tools/compose build -trimpath -ldflags "-w -X github.com/docker/compose/v2/internal.Version=$$want" \
+		-o $(COMPOSE_PLUGINS)/docker-compose github.com/docker/compose/v2/cmd; \
+	docker compose version
 
 # Sloth builds in its own module, out of go.work, so its large dependency
 # graph cannot move the services' versions.
@@ -201,31 +222,68 @@ scenario: ## inject a fault into the running lab or compose stack: make scenario
 	@$(GO) run ./stack/cmd/lab scenario -name "$(S)" -compose "$(COMPOSE)"
 
 # docker compose: the same stack in containers. BURNLAB_VERSION stamps the
-# images' binaries (gateway_build_info{version}).
+# images' binaries (gateway_build_info{version}). Once `make up-offline`
+# has written its override (.offline/compose.yml), every compose verb here
+# uses it too, so `make fixed` and `make down` act on that stack; remove
+# .offline/ to go back to docker-compose.yml alone. STAGE re-stages the
+# build context first, so a verb that builds builds today's files.
+OFFLINE         := .offline
+OFFLINE_COMPOSE := docker compose -f docker-compose.yml -f $(OFFLINE)/compose.yml
+ifneq ($(wildcard $(OFFLINE)/compose.yml),)
+COMPOSE ?= $(OFFLINE_COMPOSE)
+STAGE   := standins
+else
 COMPOSE ?= docker compose
+STAGE   :=
+endif
 export BURNLAB_VERSION := $(VERSION)
 
 .PHONY: up
-up: ## docker compose: build and start the stack in the background (the baseline gateway pages in minutes)
+up: $(STAGE) ## docker compose: build and start the stack in the background (the baseline gateway pages in minutes)
 	$(COMPOSE) up --build --detach
 	@echo "Grafana      http://127.0.0.1:3000 (the SLO dashboard is the home page)"
 	@echo "Prometheus   http://127.0.0.1:9090/alerts   Alertmanager http://127.0.0.1:9093"
 	@echo "Pages        make pages    Logs  make logs    The fix  make fixed"
+
+# An engine with no registry (this project's machines) pulls nothing: the
+# stand-ins are built here instead (stack/standins: the Go image from the
+# host's Go, the distroless runtime, Prometheus and Alertmanager from their
+# Go modules), tagged by the hash of their inputs and built again only when
+# those change. The build context is a staged copy of the repo with its
+# modules vendored, as a build container here cannot reach the module proxy.
+# BUSYBOX: a static busybox, the stand-ins' shell (Debian's busybox-static).
+BUSYBOX ?= /bin/busybox
+.PHONY: standins
+standins: ## build the stand-in images an engine with no registry lacks; stage the build context and compose override in .offline/
+	@if [ "$(BUSYBOX)" = /bin/busybox ] && ! dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then \
+		echo "installing busybox-static (the stand-ins' shell)"; \
+		command -v apt-get >/dev/null || { echo "no apt-get: pass a static busybox as BUSYBOX=path" >&2; exit 1; }; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends busybox-static >/dev/null; \
+	fi
+	$(GO) run ./stack/cmd/standins -out $(OFFLINE) -busybox $(BUSYBOX)
+
+.PHONY: up-offline
+up-offline: compose-plugin standins ## docker compose on an engine with no registry: the stack on stand-ins, Grafana left out (make down stops it)
+	$(OFFLINE_COMPOSE) up --build --detach
+	@echo "Grafana is left out: no registry here gives grafana/grafana, and burnlab never fakes it (.offline/compose.yml)."
+	@echo "Prometheus   http://127.0.0.1:9090/api/v1/alerts (the stand-in has no web UI)   Alertmanager http://127.0.0.1:9093/api/v2/alerts"
+	@echo "Pages        make pages    Logs  make logs    The fix  make fixed    Stop  make down"
 
 .PHONY: down
 down: ## docker compose: stop the stack, keeping its volumes (docker compose down -v forgets them)
 	$(COMPOSE) down
 
 .PHONY: fixed
-fixed: ## docker compose: switch the gateway to burnlab/gateway:fixed, recreating only the gateway
+fixed: $(STAGE) ## docker compose: switch the gateway to burnlab/gateway:fixed, recreating only the gateway
 	GATEWAY_TAG=fixed $(COMPOSE) up --build --detach --no-deps gateway
 
 .PHONY: baseline
-baseline: ## docker compose: switch the gateway back to burnlab/gateway:baseline
+baseline: $(STAGE) ## docker compose: switch the gateway back to burnlab/gateway:baseline
 	GATEWAY_TAG=baseline $(COMPOSE) up --build --detach --no-deps gateway
 
 .PHONY: images
-images: ## docker compose: build every image, the gateway as both :baseline and :fixed
+images: $(STAGE) ## docker compose: build every image, the gateway as both :baseline and :fixed
 	GATEWAY_TAG=baseline $(COMPOSE) build
 	GATEWAY_TAG=fixed $(COMPOSE) build gateway
 

@@ -27,7 +27,14 @@ import (
 // variables do. Nothing else from the process environment is read, so the
 // result does not depend on who runs it.
 func Load(ctx context.Context, root string, env ...string) (*types.Project, error) {
-	opts, err := cli.NewProjectOptions([]string{filepath.Join(root, "docker-compose.yml")},
+	return LoadWith(ctx, root, nil, env...)
+}
+
+// LoadWith reads root/docker-compose.yml with override files over it, as
+// `docker compose -f docker-compose.yml -f <override>…` run in root does
+// (make up-offline passes the stand-ins' override so).
+func LoadWith(ctx context.Context, root string, overrides []string, env ...string) (*types.Project, error) {
+	opts, err := cli.NewProjectOptions(append([]string{filepath.Join(root, "docker-compose.yml")}, overrides...),
 		cli.WithWorkingDirectory(root),
 		cli.WithEnvFiles(filepath.Join(root, ".env")),
 		cli.WithDotEnv,

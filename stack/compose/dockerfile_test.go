@@ -3,6 +3,7 @@ package compose
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +14,15 @@ import (
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/buildkit/frontend/dockerfile/shell"
 
 	"burnlab/stack/lab"
 )
 
-func stages(t *testing.T) map[string]instructions.Stage {
+// dockerfile parses the repo's Dockerfile into its stages by name, each
+// stage's base as written (before any ARG is expanded), and its global ARGs:
+// those declared before the first FROM, with their defaults.
+func dockerfile(t *testing.T) (stages map[string]instructions.Stage, globals map[string]string) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(root, "Dockerfile"))
 	if err != nil {
@@ -28,16 +33,49 @@ func stages(t *testing.T) map[string]instructions.Stage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, _, err := instructions.Parse(ast.AST, nil)
+	ss, metaArgs, err := instructions.Parse(ast.AST, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]instructions.Stage{}
-	for _, s := range ss {
-		out[s.Name] = s
+	globals = map[string]string{}
+	for _, a := range metaArgs {
+		for _, kv := range a.Args {
+			globals[kv.Key] = ""
+			if kv.Value != nil {
+				globals[kv.Key] = *kv.Value
+			}
+		}
 	}
-	return out
+	stages = map[string]instructions.Stage{}
+	for _, s := range ss {
+		stages[s.Name] = s
+	}
+	return stages, globals
 }
+
+// stages returns the Dockerfile's stages by name, each base expanded as a
+// build with no --build-arg expands it: a global ARG becomes its default.
+func stages(t *testing.T) map[string]instructions.Stage {
+	t.Helper()
+	ss, globals := dockerfile(t)
+	lex := shell.NewLex('\\')
+	for name, s := range ss {
+		base, _, err := lex.ProcessWord(s.BaseName, defaults(globals))
+		if err != nil {
+			t.Fatalf("stage %s: FROM %s: %v", name, s.BaseName, err)
+		}
+		s.BaseName = base
+		ss[name] = s
+	}
+	return ss
+}
+
+// defaults is the environment a FROM line expands in when no build
+// argument is passed.
+type defaults map[string]string
+
+func (d defaults) Get(k string) (string, bool) { v, ok := d[k]; return v, ok }
+func (d defaults) Keys() []string              { return slices.Sorted(maps.Keys(d)) }
 
 func TestDockerfilePassesBuildkitsChecks(t *testing.T) {
 	ws, err := Lint(context.Background(), filepath.Join(root, "Dockerfile"))
@@ -66,6 +104,57 @@ func TestDockerfilePassesBuildkitsChecks(t *testing.T) {
 }
 
 var goDirective = regexp.MustCompile(`(?m)^go (\d+\.\d+(?:\.\d+)?)$`)
+
+// The Dockerfile needs no frontend image: a `# syntax` line makes BuildKit
+// fetch one from a registry, and an engine with none fails there.
+func TestDockerfileNeedsNoFrontendImage(t *testing.T) {
+	dt, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref, _, _, ok := parser.DetectSyntax(dt); ok {
+		t.Errorf("the Dockerfile asks for frontend %s; the engine's built-in one must do", ref)
+	}
+}
+
+// Every base image is a global ARG (declared before the first FROM) whose
+// default is the pin, and compose passes none of them: a user's build gets
+// exactly the pinned images, and an engine with no registry passes its
+// stand-ins (make up-offline). Each global ARG names a base, so none is
+// left over from a base that went away.
+func TestEveryBaseIsAGlobalArgDefaultingToItsPin(t *testing.T) {
+	ss, globals := dockerfile(t)
+	argRef := regexp.MustCompile(`^\$\{([A-Z][A-Z0-9_]*)\}$`)
+	used := map[string]bool{}
+	for name, s := range ss {
+		if _, internal := ss[s.BaseName]; internal {
+			continue
+		}
+		m := argRef.FindStringSubmatch(s.BaseName)
+		if m == nil {
+			t.Errorf("stage %s: FROM %s; want FROM ${SOME_IMAGE}, a global ARG defaulting to the pin", name, s.BaseName)
+			continue
+		}
+		if def, ok := globals[m[1]]; !ok || def == "" {
+			t.Errorf("stage %s: FROM %s; want a global ARG %s with the pinned image as its default (have %q, declared %v)", name, s.BaseName, m[1], def, ok)
+		}
+		used[m[1]] = true
+	}
+	for a := range globals {
+		if !used[a] {
+			t.Errorf("global ARG %s is no stage's base", a)
+		}
+	}
+	for _, vars := range variants {
+		for name, s := range load(t, vars...).Services {
+			for a := range globals {
+				if s.Build != nil && s.Build.Args[a] != nil {
+					t.Errorf("%q: %s passes %s=%s; compose must build on the pins", vars, name, a, *s.Build.Args[a])
+				}
+			}
+		}
+	}
+}
 
 // Bases are pinned: golang and Grafana to exact versions, distroless (which
 // has no version tags) to a digest. The Go image is at least as new as

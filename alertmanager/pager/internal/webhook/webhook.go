@@ -37,7 +37,20 @@ type payload struct {
 	Status   string        `json:"status"`
 	Receiver string        `json:"receiver"`
 	Alerts   []store.Alert `json:"alerts"`
+	// TruncatedAlerts is how many alerts of the group Alertmanager left
+	// out, past its webhook's max_alerts: they never reach the pager.
+	TruncatedAlerts uint64 `json:"truncatedAlerts"`
 }
+
+// DefaultMaxBody is the largest payload the pager takes, 32 MiB.
+// Alertmanager sends a group whole, and does not retry a 4xx, so a group
+// refused as too large would be lost; the limit is stated instead, and
+// alertmanager.yml's max_alerts (4,000) keeps every group under it with
+// room to spare: 8 KiB an alert, four times what one of this repo's Sloth
+// alerts weighs (about 2 KiB, most of it the rule's expression in the
+// generator URL). Past it the pager answers 503, which Alertmanager
+// retries and counts as failed.
+const DefaultMaxBody = 32 << 20
 
 // Config is what a Handler needs.
 type Config struct {
@@ -51,7 +64,8 @@ type Config struct {
 	ProfileURL     string
 	ProfileTimeout time.Duration
 	Client         *http.Client
-	MaxBody        int64
+	// MaxBody is the largest payload taken; default DefaultMaxBody.
+	MaxBody int64
 	// ExternalURL is the pager's base URL as a person's browser reaches it
 	// (no trailing slash); with it the API and the log lines carry each
 	// incident's page.
@@ -64,6 +78,7 @@ type Handler struct {
 	mux           *http.ServeMux
 	notifications *prometheus.CounterVec
 	duplicates    prometheus.Counter
+	truncated     prometheus.Counter
 	profiles      *prometheus.CounterVec
 	captures      sync.WaitGroup
 	captureCtx    context.Context
@@ -78,7 +93,7 @@ type Handler struct {
 // New registers the pager's metrics on reg and returns its Handler.
 func New(cfg Config, reg prometheus.Registerer) *Handler {
 	if cfg.MaxBody == 0 {
-		cfg.MaxBody = 1 << 20
+		cfg.MaxBody = DefaultMaxBody
 	}
 	if cfg.ProfileTimeout == 0 {
 		cfg.ProfileTimeout = 30 * time.Second
@@ -97,11 +112,14 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pager_duplicate_notifications_total", Help: "Alert notifications dropped as repeats of ones already stored.",
 		}),
+		truncated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pager_truncated_alerts_total", Help: "Alerts Alertmanager left out of notifications past its webhook's max_alerts (truncatedAlerts): never received.",
+		}),
 		profiles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pager_profiles_total", Help: "Heap profiles captured, by when (page, or after the page resolved) and result.",
 		}, []string{"when", "result"}),
 	}
-	reg.MustRegister(h.notifications, h.duplicates, h.profiles)
+	reg.MustRegister(h.notifications, h.duplicates, h.truncated, h.profiles)
 	for _, sev := range []string{"page", "ticket", "other"} {
 		for _, st := range []string{"firing", "resolved"} {
 			h.notifications.WithLabelValues(sev, st)
@@ -161,7 +179,11 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("payload over %d bytes", tooBig.Limit))
+				// Not a 413: the payload may well be valid, and
+				// Alertmanager would drop the whole group for good.
+				h.cfg.Log.Error().Int64("limit_bytes", tooBig.Limit).Str("endpoint", kind).
+					Msg("payload over the pager's limit refused with 503: lower max_alerts in alertmanager.yml")
+				fail(w, http.StatusServiceUnavailable, fmt.Sprintf("payload over %d bytes, the pager's limit: lower the webhook's max_alerts in alertmanager.yml", tooBig.Limit))
 				return
 			}
 			fail(w, http.StatusBadRequest, "reading payload: "+err.Error())
@@ -188,6 +210,11 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 			return
 		}
 		h.duplicates.Add(float64(len(p.Alerts) - len(accepted)))
+		if p.TruncatedAlerts > 0 {
+			h.truncated.Add(float64(p.TruncatedAlerts))
+			h.cfg.Log.Warn().Uint64("truncated_alerts", p.TruncatedAlerts).Int("alerts", len(p.Alerts)).Str("group", p.GroupKey).
+				Msg("Alertmanager left alerts of this group out (max_alerts): they are not here")
+		}
 		for _, a := range accepted {
 			h.announce(kind, a)
 		}

@@ -10,8 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -141,7 +144,6 @@ func TestRejectsBadPayloadsWithClearErrors(t *testing.T) {
 		{notification(with(alert("firing", "page", start), "fingerprint", "")), 400, "fingerprint"},
 		{notification(with(alert("firing", "page", start), "status", "weird")), 400, "status"},
 		{`{"version":"4","alerts":[{"status":"firing","fingerprint":"0123456789abcdef","labels":{"alertname":"A"}}]}`, 400, "startsAt"},
-		{`{"version":"4","pad":"` + strings.Repeat("x", 1<<20) + `"}`, 413, "over"},
 	}
 	for _, c := range cases {
 		status, body := p.post(t, "/webhook/page", c.body)
@@ -513,5 +515,120 @@ func TestAResolvedPageGetsAProfileTakenAfter(t *testing.T) {
 	defer st.Close()
 	if again, _ := st.Incident(id); again.After == nil || again.After.File != inc.After.File || !again.After.TakenAt.Equal(inc.After.TakenAt) {
 		t.Fatalf("after a restart: %+v", again.After)
+	}
+}
+
+// slothAlert is alert i of one group as this repo's Alertmanager sends it
+// for the stream-latency page: Sloth's labels and annotations, Prometheus's
+// generator URL (the rule's whole expression, escaped), and a label that
+// tells the group's alerts apart.
+func slothAlert(i int, start time.Time) map[string]any {
+	expr := `(max(slo:sli_error:ratio_rate30s{sloth_id="llm-gateway-stream-latency", sloth_service="llm-gateway", sloth_slo="stream-latency"} > (14.4 * 0.0009999999999999432)) without (sloth_window)` +
+		` and max(slo:sli_error:ratio_rate1m{sloth_id="llm-gateway-stream-latency", sloth_service="llm-gateway", sloth_slo="stream-latency"} > (14.4 * 0.0009999999999999432)) without (sloth_window))` +
+		` or (max(slo:sli_error:ratio_rate2m{sloth_id="llm-gateway-stream-latency", sloth_service="llm-gateway", sloth_slo="stream-latency"} > (6 * 0.0009999999999999432)) without (sloth_window)` +
+		` and max(slo:sli_error:ratio_rate4m{sloth_id="llm-gateway-stream-latency", sloth_service="llm-gateway", sloth_slo="stream-latency"} > (6 * 0.0009999999999999432)) without (sloth_window))`
+	return map[string]any{
+		"status": "firing",
+		"labels": map[string]string{"alertname": "LLMGatewayStreamLatencyBudgetBurn", "category": "latency", "lab": "burnlab", "owner": "burnlab",
+			"route": "/v1/chat/stream", "severity": "page", "sloth_id": "llm-gateway-stream-latency", "sloth_service": "llm-gateway",
+			"sloth_severity": "page", "sloth_slo": "stream-latency", "tenant": fmt.Sprintf("tenant-%05d", i)},
+		"annotations": map[string]string{"burn_rate": "14.9x",
+			"description": "Streams on /v1/chat/stream take over 600 ms more often than the budget allows. No 5xx and a fine p50 do not mean healthy: look at the tail.",
+			"pager_url":   "http://127.0.0.1:5001/slo/stream-latency",
+			"runbook":     "Profile allocation before CPU: go tool pprof -top -sample_index=alloc_space http://gateway:6060/debug/pprof/allocs — the top flat function is the one making the garbage.",
+			"summary":     "llm-gateway is burning its stream-latency error budget (600 ms, 99.9%)",
+			"title":       "(page) llm-gateway stream-latency SLO error budget burn rate is too fast."},
+		"startsAt":     start.Format(time.RFC3339Nano),
+		"endsAt":       "0001-01-01T00:00:00Z",
+		"generatorURL": "http://prometheus:9090/graph?g0.expr=" + url.QueryEscape(expr) + "&g0.tab=1",
+		"fingerprint":  fingerprint(fmt.Sprint("sloth ", i)),
+	}
+}
+
+// group is one Alertmanager notification of n alerts, as its webhook
+// notifier sends it: the common and group labels too.
+func group(n int, start time.Time, pad int) string {
+	alerts := make([]map[string]any, n)
+	for i := range alerts {
+		alerts[i] = slothAlert(i, start)
+		if pad > 0 {
+			alerts[i]["annotations"].(map[string]string)["pad"] = strings.Repeat("x", pad)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"version": "4", "groupKey": `{}/{severity="page"}:{alertname="LLMGatewayStreamLatencyBudgetBurn", severity="page", sloth_service="llm-gateway", sloth_slo="stream-latency"}`,
+		"truncatedAlerts": 0, "status": "firing", "receiver": "pager-page", "externalURL": "http://alertmanager:9093", "alerts": alerts,
+		"groupLabels":       map[string]string{"alertname": "LLMGatewayStreamLatencyBudgetBurn", "severity": "page", "sloth_service": "llm-gateway", "sloth_slo": "stream-latency"},
+		"commonLabels":      map[string]string{"alertname": "LLMGatewayStreamLatencyBudgetBurn", "severity": "page", "sloth_service": "llm-gateway", "sloth_slo": "stream-latency"},
+		"commonAnnotations": map[string]string{"pager_url": "http://127.0.0.1:5001/slo/stream-latency"}})
+	return string(b)
+}
+
+// maxAlerts reads max_alerts of each webhook in alertmanager.yml: how many
+// alerts one notification of this repo's Alertmanager can carry.
+func maxAlerts(t *testing.T) []int {
+	t.Helper()
+	b, err := os.ReadFile("../../../alertmanager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, m := range regexp.MustCompile(`(?m)^\s+max_alerts:\s*(\d+)\s*$`).FindAllStringSubmatch(string(b), -1) {
+		n, _ := strconv.Atoi(m[1])
+		out = append(out, n)
+	}
+	if len(out) != 2 {
+		t.Fatalf("alertmanager.yml has %d max_alerts, want one per webhook (2)", len(out))
+	}
+	return out
+}
+
+// Alertmanager does not retry a 4xx: a group refused as too large is lost,
+// every alert of it. The issue's group of 2,000 alerts (2 MB of JSON) and
+// the largest group alertmanager.yml lets Alertmanager send are accepted
+// whole; a payload past the pager's limit is a 5xx, which Alertmanager
+// retries and counts as failed, and is not stored.
+func TestALargeGroupIsAcceptedWhole(t *testing.T) {
+	limits := maxAlerts(t)
+	for _, n := range append([]int{2000}, limits...) {
+		if n == 0 {
+			t.Fatal("alertmanager.yml's max_alerts is 0 (no limit): a group can outgrow any payload limit")
+		}
+		p := newPager(t, "", "")
+		start := time.Now().UTC().Truncate(time.Second)
+		body := group(n, start, 0)
+		t.Logf("%d alerts: %d bytes", n, len(body))
+		status, resp := p.post(t, "/webhook/page", body)
+		if status != 200 || !strings.Contains(resp, fmt.Sprintf(`"accepted":%d`, n)) {
+			t.Fatalf("%d alerts (%d bytes): %d %.200s", n, len(body), status, resp)
+		}
+		for i := range n {
+			a := store.Alert{Fingerprint: fingerprint(fmt.Sprint("sloth ", i)), StartsAt: start}
+			if _, ok := p.st.Incident(store.IncidentID(&a)); !ok {
+				t.Fatalf("%d alerts: alert %d acknowledged and not stored", n, i)
+			}
+		}
+	}
+
+	// What Alertmanager left out past max_alerts is not here: the on-call
+	// is told so, and the metric counts it.
+	p := newPager(t, "", "")
+	cut := strings.Replace(group(3, time.Now().UTC(), 0), `"truncatedAlerts":0`, `"truncatedAlerts":12`, 1)
+	if status, resp := p.post(t, "/webhook/page", cut); status != 200 {
+		t.Fatalf("truncated group: %d %s", status, resp)
+	}
+	if got := testutil.ToFloat64(p.h.truncated); got != 12 || !strings.Contains(p.logs.String(), `"truncated_alerts":12`) {
+		t.Errorf("pager_truncated_alerts_total = %v, logs:\n%s", got, p.logs)
+	}
+
+	// Past the limit: a valid payload, too large to take, is the pager's
+	// failure, not the sender's.
+	p = newPager(t, "", "")
+	over := group(limits[0], time.Now().UTC(), int(DefaultMaxBody)/limits[0])
+	status, resp := p.post(t, "/webhook/page", over)
+	if status/100 != 5 || !strings.Contains(resp, "max_alerts") {
+		t.Errorf("%d bytes: %d %.200s, want a 5xx naming max_alerts", len(over), status, resp)
+	}
+	if n := len(p.st.Incidents()); n != 0 {
+		t.Errorf("%d incidents stored from a payload refused", n)
 	}
 }

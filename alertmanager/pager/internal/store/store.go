@@ -59,9 +59,12 @@ type Store struct {
 	seen      map[string]bool
 	incidents map[string]*incident.Incident
 	order     []string
-	skipped   int
-	cut       int64
-	profiles  *os.Root
+	// shares counts, per profile file, the incidents whose page-time or
+	// after profile it is: pages within one capture window share one.
+	shares   map[string]int
+	skipped  int
+	cut      int64
+	profiles *os.Root
 }
 
 // journal is the part of *os.File the store writes with, so a test can make
@@ -80,7 +83,7 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(dir, ProfilesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	s := &Store{dir: dir, seen: map[string]bool{}, incidents: map[string]*incident.Incident{}}
+	s := &Store{dir: dir, seen: map[string]bool{}, incidents: map[string]*incident.Incident{}, shares: map[string]int{}}
 	path := filepath.Join(dir, journalName)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
@@ -338,16 +341,38 @@ func (s *Store) apply(r Record) {
 			p.TakenAt = r.At
 		}
 		ev := incident.Event{At: r.At, Kind: incident.ProfileTaken, Error: p.Error}
+		slot := &inc.Profile
 		if r.Type == "profile_after" {
-			inc.After, ev.Kind = &p, incident.ProfileAfter
-		} else {
-			inc.Profile = &p
+			slot, ev.Kind = &inc.After, incident.ProfileAfter
 		}
+		if old := *slot; old != nil {
+			s.share(old.File, -1)
+		}
+		*slot = &p
+		s.share(p.File, 1)
 		if p.Error == "" && len(p.Top) > 0 {
 			ev.Top = &p.Top[0]
 		}
 		inc.Timeline = append(inc.Timeline, ev)
 	}
+}
+
+// share counts one incident more (n 1) or fewer (-1) using a profile file.
+func (s *Store) share(file string, n int) {
+	if file == "" {
+		return
+	}
+	if s.shares[file] += n; s.shares[file] <= 0 {
+		delete(s.shares, file)
+	}
+}
+
+// Shares is how many incidents use the profile file: as their page-time
+// profile or the one after the resolve.
+func (s *Store) Shares(file string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shares[file]
 }
 
 // Incidents returns copies of all incidents, newest first.

@@ -116,6 +116,10 @@ type incidentPage struct {
 	// peek links.
 	Top      string
 	HasGraph bool
+	// Shared and AfterShared count the incidents that use the page-time
+	// and the after profile's file, this one included: pages close
+	// together share one fetch from the gateway.
+	Shared, AfterShared int
 }
 
 type kv struct{ Key, Value string }
@@ -137,8 +141,14 @@ func (h *Handler) incident(w http.ResponseWriter, r *http.Request) {
 	}
 	p := incidentPage{page: page{Title: inc.AlertName + " — burnlab pager"}, Incident: inc,
 		Labels: sorted(inc.Labels), Annotations: sorted(inc.Annotations), HasGraph: h.hasGraph}
-	if inc.Profile != nil && len(inc.Profile.Top) > 0 {
-		p.Top = inc.Profile.Top[0].Function
+	if inc.Profile != nil {
+		if len(inc.Profile.Top) > 0 {
+			p.Top = inc.Profile.Top[0].Function
+		}
+		p.Shared = h.cfg.Store.Shares(inc.Profile.File)
+	}
+	if inc.After != nil {
+		p.AfterShared = h.cfg.Store.Shares(inc.After.File)
 	}
 	// While it fires, the resolve and the second profile are still to come.
 	if inc.Status == "firing" || (inc.Status == "resolved" && inc.Profile != nil && inc.Profile.File != "" && inc.After == nil) {

@@ -340,3 +340,23 @@ func TestSLOLinkLeadsToTheNewestPage(t *testing.T) {
 		t.Fatalf("%d to %q, want /incidents/%s", status, hdr.Get("Location"), newest)
 	}
 }
+
+// Pages within one capture window share one profile file; each of their
+// pages says so.
+func TestASharedProfileSaysWithHowMany(t *testing.T) {
+	u := newUI(t, 0)
+	start := time.Now().Add(-time.Minute).Truncate(time.Second)
+	raw := heapProfile(t)
+	a, b, c := u.page(fp1, start, nil), u.page(fp2, start, nil), u.page(fp3, start, nil)
+	u.profile(a, "shared.pb.gz", raw, false)
+	u.profile(b, "shared.pb.gz", raw, false)
+	u.profile(c, "own.pb.gz", raw, false)
+	for _, id := range []string{a, b} {
+		if page := u.get("/incidents/"+id, 200); !strings.Contains(page, "Profile shared with 2 incidents") {
+			t.Errorf("incident %s shares its profile, its page does not say so:\n%s", id, page)
+		}
+	}
+	if page := u.get("/incidents/"+c, 200); strings.Contains(page, "shared with") {
+		t.Errorf("incident %s has a profile of its own, its page says shared", c)
+	}
+}

@@ -25,6 +25,8 @@ var envs = map[string]string{
 	"profile-url":         "PAGER_PROFILE_URL",
 	"profile-window":      "PAGER_PROFILE_WINDOW",
 	"profile-concurrency": "PAGER_PROFILE_CONCURRENCY",
+	"retention":           "PAGER_RETENTION",
+	"max-resolved":        "PAGER_MAX_RESOLVED",
 	"token":               "PAGER_TOKEN",
 	"external-url":        "PAGER_EXTERNAL_URL",
 	"log-level":           "LOG_LEVEL",
@@ -44,6 +46,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	profileWindow := fs.Duration("profile-window", webhook.DefaultProfileWindow, "one profile fetch serves every page within this window, and no second fetch starts in it, "+
 		"so an alert storm does not load the gateway it diagnoses (0: a fetch for each page)")
 	profileConcurrency := fs.Int("profile-concurrency", webhook.DefaultMaxFetches, "profile fetches in flight at once, at most")
+	retention := fs.Duration("retention", store.DefaultRetention, "how long a resolved incident and its profiles are kept after its last event (firing ones are always kept)")
+	maxResolved := fs.Int("max-resolved", store.DefaultMaxResolved, "how many resolved incidents are kept at most, the newest: what a restart reads stays bounded")
 	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
 	externalURL := fs.String("external-url", "http://127.0.0.1:5001", "the pager's base URL as a browser reaches it: the incidents' links in the API and the log lines")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -58,7 +62,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *profileWindow < 0 || *profileConcurrency < 1 {
 		return fmt.Errorf("-profile-window %s and -profile-concurrency %d: want a window of 0 or more and at least one fetch", *profileWindow, *profileConcurrency)
 	}
-	st, err := store.Open(*data)
+	if *retention <= 0 || *maxResolved < 1 {
+		return fmt.Errorf("-retention %s and -max-resolved %d: want a time and a number above 0", *retention, *maxResolved)
+	}
+	compacted := func(c store.Compaction) {
+		ev := log.Info()
+		if c.Err != nil {
+			ev = log.Error().Err(c.Err)
+		}
+		ev.Int("dropped", c.Dropped).Int("kept", c.Kept).Int("profile_files_removed", c.Files).
+			Int64("bytes_before", c.Before).Int64("bytes_after", c.After).Dur("took", c.Took).
+			Msg("journal compacted: resolved incidents past -retention or -max-resolved dropped")
+	}
+	st, err := store.Open(*data, store.Options{Retention: *retention, MaxResolved: *maxResolved, OnCompact: compacted})
 	if err != nil {
 		return err
 	}
@@ -67,7 +83,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Warn().Int("lines", n).Int64("torn_bytes_cut", st.Cut()).
 			Msg("journal lines unreadable: a torn last line is a write cut short by a crash, never acknowledged, and was cut off")
 	}
-	log.Info().Str("data", *data).Int("incidents", len(st.Incidents())).Str("profile_url", *profileURL).
+	if c := st.Opened(); c.Ran {
+		compacted(c)
+	}
+	log.Info().Str("data", *data).Int("incidents", st.Len()).Str("profile_url", *profileURL).
 		Dur("profile_window", *profileWindow).Int("profile_concurrency", *profileConcurrency).Msg("starting")
 	reg := service.NewRegistry()
 	h := webhook.New(webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, ExternalURL: *externalURL,

@@ -2,14 +2,21 @@
 // alert is appended to a JSONL file and fsynced before the webhook answers
 // 2xx, so nothing Alertmanager was told is received can be lost, even to
 // kill -9. The file is read back on start; incidents are derived from it.
+//
+// Resolved incidents are kept for a stated time and number (Options): the
+// journal is compacted, rewritten as one snapshot line per incident kept,
+// on start and whenever it has doubled, so what a restart reads stays
+// bounded however long the history grows (see compact.go).
 package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,15 +40,20 @@ type Alert struct {
 }
 
 // Record is one line of the journal: a notification of one alert, the
-// profile captured for an incident when it paged, or the one captured after
-// it resolved.
+// profile captured for an incident when it paged, the one captured after
+// it resolved, or a snapshot of a whole incident, as compaction writes it.
 type Record struct {
-	Type     string            `json:"type"` // "notification", "profile" or "profile_after"
+	Type     string            `json:"type"` // "notification", "profile", "profile_after" or "incident"
 	At       time.Time         `json:"at"`
 	Receiver string            `json:"receiver,omitempty"`
 	Alert    *Alert            `json:"alert,omitempty"`
 	Incident string            `json:"incident,omitempty"`
 	Profile  *incident.Profile `json:"profile,omitempty"`
+	// Snapshot is the incident as derived from the records compaction
+	// replaced, and Seen the keys (dedupKey) of its notifications, so a
+	// retry of one is still known for one.
+	Snapshot *incident.Incident `json:"snapshot,omitempty"`
+	Seen     []string           `json:"seen,omitempty"`
 }
 
 // IncidentID names the incident an alert belongs to.
@@ -51,20 +63,34 @@ func IncidentID(a *Alert) string {
 
 // Store is the journal and the incidents derived from it.
 type Store struct {
-	dir       string
-	mu        sync.Mutex
-	f         journal
-	size      int64 // of the journal's complete lines
-	broken    error // a failed append that could not be cut back off
+	dir    string
+	opts   Options
+	mu     sync.Mutex
+	f      journal
+	size   int64 // of the journal's complete lines
+	base   int64 // of its snapshot lines: what the last compaction wrote
+	broken error // a failed append that could not be cut back off
+	// seen holds the keys (dedupKey) of the notifications stored.
 	seen      map[string]bool
-	incidents map[string]*incident.Incident
-	order     []string
+	incidents map[string]*entry
+	// order is every incident, the oldest first: by start, then by
+	// arrival (seq).
+	order []*entry
+	seq   uint64
 	// shares counts, per profile file, the incidents whose page-time or
 	// after profile it is: pages within one capture window share one.
 	shares   map[string]int
 	skipped  int
 	cut      int64
+	opened   Compaction // what Open's compaction did, if it ran
 	profiles *os.Root
+}
+
+// entry is an incident and what the store keeps beside it.
+type entry struct {
+	inc  incident.Incident
+	seq  uint64
+	keys []string // of its notifications, in seen
 }
 
 // journal is the part of *os.File the store writes with, so a test can make
@@ -78,12 +104,13 @@ type journal interface {
 
 const journalName = "notifications.jsonl"
 
-// Open reads dir's journal, if any, and opens it for appending.
-func Open(dir string) (*Store, error) {
+// Open reads dir's journal, if any, and opens it for appending; opts say
+// what it keeps of resolved incidents.
+func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(dir, ProfilesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	s := &Store{dir: dir, seen: map[string]bool{}, incidents: map[string]*incident.Incident{}, shares: map[string]int{}}
+	s := &Store{dir: dir, opts: opts.withDefaults(), seen: map[string]bool{}, incidents: map[string]*entry{}, shares: map[string]int{}}
 	path := filepath.Join(dir, journalName)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
@@ -92,12 +119,24 @@ func Open(dir string) (*Store, error) {
 	// Two pagers appending to one journal would interleave their records
 	// and each cut the other's line as torn. The lock goes with the file
 	// descriptor, so kill -9 releases it.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lock(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("store: %s is in use by another pager: give each pager its own -data directory", path)
-		}
-		return nil, fmt.Errorf("store: locking %s: %w", path, err)
+		return nil, err
+	}
+	// A compaction replaces the journal by renaming a new file, locked
+	// before, over it: a pager that opened the old one and got its lock
+	// once the other let go holds a file no longer in the directory.
+	if fi, err := f.Stat(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	} else if now, err := os.Stat(path); err != nil || !os.SameFile(fi, now) {
+		f.Close()
+		return nil, fmt.Errorf("store: %s is in use by another pager, which replaced it: give each pager its own -data directory", path)
+	}
+	// What a compaction cut short left; the lock says none is running.
+	if err := os.Remove(filepath.Join(dir, compactingName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		f.Close()
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	b, err := io.ReadAll(f)
 	if err != nil {
@@ -136,6 +175,9 @@ func Open(dir string) (*Store, error) {
 			s.skipped++
 			continue
 		}
+		if r.Type == "incident" {
+			s.base += int64(len(line)) + 1
+		}
 		s.apply(r)
 	}
 	if err := syncDir(dir); err != nil {
@@ -147,8 +189,28 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	s.f, s.size = f, int64(end)
+	if err := s.sweep(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.due() || len(s.expired(s.opts.Now())) > 0 {
+		s.opened = s.compact()
+	}
 	return s, nil
 }
+
+func lock(f *os.File) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("store: %s is in use by another pager: give each pager its own -data directory", f.Name())
+		}
+		return fmt.Errorf("store: locking %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// Opened reports the compaction Open ran, if it ran one (Ran).
+func (s *Store) Opened() Compaction { return s.opened }
 
 // Skipped reports journal lines that could not be read on open, a torn
 // last line included.
@@ -227,11 +289,11 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 		}
 		buf.Write(append(line, '\n'))
 		added = append(added, r)
-		inc, known := s.incidents[IncidentID(&a)]
+		e, known := s.incidents[IncidentID(&a)]
 		page := a.Labels["severity"] == "page"
 		out = append(out, Accepted{Alert: a, Incident: IncidentID(&a),
 			NewPage:      a.Status == "firing" && page && !known,
-			PageResolved: a.Status == "resolved" && page && known && inc.Status != "resolved" && !batchResolved[IncidentID(&a)]})
+			PageResolved: a.Status == "resolved" && page && known && e.inc.Status != "resolved" && !batchResolved[IncidentID(&a)]})
 		if a.Status == "resolved" {
 			batchResolved[IncidentID(&a)] = true
 		}
@@ -245,6 +307,7 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 	for _, r := range added {
 		s.apply(r)
 	}
+	s.compactIfDue()
 	return out, nil
 }
 
@@ -270,6 +333,7 @@ func (s *Store) addProfile(typ, id string, p incident.Profile, now time.Time) er
 		return err
 	}
 	s.apply(r)
+	s.compactIfDue()
 	return nil
 }
 
@@ -310,18 +374,21 @@ func (s *Store) apply(r Record) {
 		if a == nil {
 			return
 		}
-		s.seen[dedupKey(a)] = true
+		key := dedupKey(a)
 		id := IncidentID(a)
-		inc := s.incidents[id]
-		if inc == nil {
-			inc = &incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: a.Labels["severity"],
-				StartsAt: a.StartsAt, Labels: a.Labels}
+		e := s.incidents[id]
+		if e == nil {
+			e = s.add(incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: a.Labels["severity"],
+				StartsAt: a.StartsAt, Labels: a.Labels})
 			if a.Status == "firing" {
-				inc.BurnRate = a.Annotations["burn_rate"]
+				e.inc.BurnRate = a.Annotations["burn_rate"]
 			}
-			s.incidents[id] = inc
-			s.order = append(s.order, id)
 		}
+		if !s.seen[key] {
+			s.seen[key] = true
+			e.keys = append(e.keys, key)
+		}
+		inc := &e.inc
 		inc.Annotations = a.Annotations
 		inc.Status = a.Status
 		kind := incident.Firing
@@ -332,10 +399,11 @@ func (s *Store) apply(r Record) {
 		}
 		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, Kind: kind, Receiver: r.Receiver, BurnRate: a.Annotations["burn_rate"]})
 	case "profile", "profile_after":
-		inc := s.incidents[r.Incident]
-		if inc == nil || r.Profile == nil {
+		e := s.incidents[r.Incident]
+		if e == nil || r.Profile == nil {
 			return
 		}
+		inc := &e.inc
 		p := *r.Profile
 		if p.TakenAt.IsZero() {
 			p.TakenAt = r.At
@@ -354,7 +422,38 @@ func (s *Store) apply(r Record) {
 			ev.Top = &p.Top[0]
 		}
 		inc.Timeline = append(inc.Timeline, ev)
+	case "incident":
+		if r.Snapshot == nil || r.Snapshot.ID == "" || s.incidents[r.Snapshot.ID] != nil {
+			return
+		}
+		e := s.add(*r.Snapshot)
+		for _, key := range r.Seen {
+			if !s.seen[key] {
+				s.seen[key] = true
+				e.keys = append(e.keys, key)
+			}
+		}
+		for _, p := range []*incident.Profile{e.inc.Profile, e.inc.After} {
+			if p != nil {
+				s.share(p.File, 1)
+			}
+		}
 	}
+}
+
+// add makes inc an incident of the store, in its place in order.
+func (s *Store) add(inc incident.Incident) *entry {
+	s.seq++
+	e := &entry{inc: inc, seq: s.seq}
+	s.incidents[inc.ID] = e
+	i, _ := slices.BinarySearchFunc(s.order, e, func(a, b *entry) int {
+		if c := a.inc.StartsAt.Compare(b.inc.StartsAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	s.order = slices.Insert(s.order, i, e)
+	return e
 }
 
 // share counts one incident more (n 1) or fewer (-1) using a profile file.
@@ -375,31 +474,22 @@ func (s *Store) Shares(file string) int {
 	return s.shares[file]
 }
 
-// Incidents returns copies of all incidents, newest first.
-func (s *Store) Incidents() []incident.Incident {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]incident.Incident, 0, len(s.order))
-	for _, id := range slices.Backward(s.order) {
-		inc := *s.incidents[id]
-		inc.Timeline = slices.Clone(inc.Timeline)
-		out = append(out, inc)
-	}
-	slices.SortStableFunc(out, func(a, b incident.Incident) int { return b.StartsAt.Compare(a.StartsAt) })
-	return out
-}
-
 // Incident returns one incident by id.
 func (s *Store) Incident(id string) (incident.Incident, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	inc, ok := s.incidents[id]
+	e, ok := s.incidents[id]
 	if !ok {
 		return incident.Incident{}, false
 	}
-	c := *inc
-	c.Timeline = slices.Clone(inc.Timeline)
-	return c, true
+	return e.copy(), true
+}
+
+// copy is the incident for a caller: its timeline is its own.
+func (e *entry) copy() incident.Incident {
+	c := e.inc
+	c.Timeline = slices.Clone(e.inc.Timeline)
+	return c
 }
 
 // OpenProfile opens an incident's profile file, which comes from the

@@ -53,7 +53,7 @@ type ui struct {
 
 func newUI(t *testing.T, maxViews int) *ui {
 	t.Helper()
-	st, err := store.Open(t.TempDir())
+	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,5 +358,70 @@ func TestASharedProfileSaysWithHowMany(t *testing.T) {
 	}
 	if page := u.get("/incidents/"+c, 200); strings.Contains(page, "shared with") {
 		t.Errorf("incident %s has a profile of its own, its page says shared", c)
+	}
+}
+
+// The list is pages of store.PageSize incidents, newest first, with
+// filters: a page's size does not grow with the history, bad queries are a
+// 400 saying why, and the links carry the filters on.
+func TestIndexIsPagedAndFiltered(t *testing.T) {
+	u := newUI(t, 0)
+	t0 := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
+	add := func(from, to int) {
+		for i := from; i < to; i++ {
+			labels := map[string]string{}
+			if i%4 == 0 {
+				labels["sloth_slo"] = "ttft"
+			}
+			fp := fmt.Sprintf("%016x", i)
+			id := u.page(fp, t0.Add(time.Duration(i)*time.Second), labels)
+			if i%2 == 0 {
+				u.resolve(id, fp, t0.Add(time.Duration(i)*time.Second))
+			}
+		}
+	}
+	rows := regexp.MustCompile(`<tr class="incident" id="incident-([0-9a-f]+)-`)
+	add(0, 120)
+	first := u.get("/", 200)
+	if m := rows.FindAllStringSubmatch(first, -1); len(m) != store.PageSize || m[0][1] != fmt.Sprintf("%016x", 119) {
+		t.Fatalf("first page: %d rows, want %d from the newest", len(m), store.PageSize)
+	}
+	if !strings.Contains(first, "page 1 of 3") || !strings.Contains(first, `href="/?page=2"`) || strings.Contains(first, `id="newer"`) {
+		t.Errorf("first page's paging:\n%s", first)
+	}
+	last := u.get("/?page=3", 200)
+	if m := rows.FindAllStringSubmatch(last, -1); len(m) != 20 || m[19][1] != fmt.Sprintf("%016x", 0) || !strings.Contains(last, `href="/?page=2"`) {
+		t.Errorf("last page: %d rows", len(m))
+	}
+	add(120, 1200)
+	if again := u.get("/", 200); len(again) > len(first)+len(first)/10 {
+		t.Errorf("GET / is %d bytes with 1,200 incidents, %d with 120", len(again), len(first))
+	}
+
+	firing := u.get("/?status=firing&slo=stream-latency", 200)
+	m := rows.FindAllStringSubmatch(firing, -1)
+	if len(m) != store.PageSize || !strings.Contains(firing, "600 incidents match") || !strings.Contains(firing, `href="/?page=2&amp;slo=stream-latency&amp;status=firing"`) {
+		t.Errorf("firing stream-latency: %d rows:\n%.3000s", len(m), firing)
+	}
+	for _, r := range m {
+		var i int
+		fmt.Sscanf(r[1], "%x", &i)
+		if i%2 == 0 {
+			t.Errorf("incident %d is not a firing stream-latency one", i)
+		}
+	}
+	if none := u.get("/?severity=ticket", 200); !strings.Contains(none, "No incident matches") {
+		t.Errorf("no ticket, yet:\n%s", none)
+	}
+	for q, want := range map[string]string{
+		"page=25":       "past the last, 24",
+		"page=0":        "from 1",
+		"page=x":        "whole number",
+		"status=asleep": "firing or resolved",
+		"page=1&page=1": "once",
+	} {
+		if body := u.get("/?"+q, 400); !strings.Contains(body, want) {
+			t.Errorf("?%s: want a 400 saying %q:\n%s", q, want, body)
+		}
 	}
 }

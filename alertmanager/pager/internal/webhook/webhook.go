@@ -16,8 +16,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -600,13 +602,43 @@ func writeFileSync(dir *os.Root, name string, b []byte) error {
 	return d.Sync()
 }
 
+// listIncidents serves one page of the incidents, newest first, as a JSON
+// array as it always was: a client that reads the array gets the newest
+// store.PageSize. The query takes page and the filters store.ParseQuery
+// reads; the Link header (RFC 8288) names the first, previous, next and
+// last pages, and X-Total-Count how many incidents the filter takes.
 func (h *Handler) listIncidents(w http.ResponseWriter, r *http.Request) {
-	incs := h.cfg.Store.Incidents()
-	for i := range incs {
-		incs[i].URL = h.IncidentURL(incs[i].ID)
+	f, number, err := store.ParseQuery(r.URL.Query())
+	if err != nil {
+		fail(w, http.StatusBadRequest, err.Error())
+		return
 	}
+	page := h.cfg.Store.List(f, number, store.PageSize)
+	if page.Number > page.Pages {
+		fail(w, http.StatusBadRequest, fmt.Sprintf("page %d is past the last, %d", page.Number, page.Pages))
+		return
+	}
+	for i := range page.Incidents {
+		page.Incidents[i].URL = h.IncidentURL(page.Incidents[i].ID)
+	}
+	link := func(n int, rel string) string {
+		return fmt.Sprintf(`<%s>; rel="%s"`, (&url.URL{Path: r.URL.Path, RawQuery: f.Values(n).Encode()}).String(), rel)
+	}
+	links := []string{link(1, "first")}
+	if page.Number > 1 {
+		links = append(links, link(page.Number-1, "prev"))
+	}
+	if page.Number < page.Pages {
+		links = append(links, link(page.Number+1, "next"))
+	}
+	links = append(links, link(page.Pages, "last"))
+	w.Header().Set("Link", strings.Join(links, ", "))
+	w.Header().Set("X-Total-Count", strconv.Itoa(page.Total))
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(incs)
+	if page.Incidents == nil {
+		page.Incidents = []incident.Incident{}
+	}
+	json.NewEncoder(w).Encode(page.Incidents)
 }
 
 func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/pprof"
@@ -47,7 +48,7 @@ func newPager(t *testing.T, profileURL, token string) *pager {
 // newPagerIn is a pager whose data directory is dir.
 func newPagerIn(t *testing.T, dir, profileURL, token string) *pager {
 	t.Helper()
-	st, err := store.Open(dir)
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestRejectsBadPayloadsWithClearErrors(t *testing.T) {
 	if resp.StatusCode != 405 {
 		t.Errorf("GET: %d", resp.StatusCode)
 	}
-	if len(p.st.Incidents()) != 0 {
+	if len(all(p.st)) != 0 {
 		t.Error("a rejected payload was stored")
 	}
 }
@@ -185,7 +186,7 @@ func TestRetriesAreDeduplicatedAndTheTimelineKept(t *testing.T) {
 	}
 	p.post(t, "/webhook/page", notification(alert("resolved", "page", start)))
 	p.post(t, "/webhook/page", notification(alert("resolved", "page", start)))
-	incs := p.st.Incidents()
+	incs := all(p.st)
 	if len(incs) != 1 || len(incs[0].Timeline) != 2 || incs[0].Status != "resolved" || incs[0].EndsAt == nil {
 		t.Fatalf("incidents %+v", incs)
 	}
@@ -229,7 +230,7 @@ func TestPageCapturesTheHeapProfile(t *testing.T) {
 		t.Fatal(status)
 	}
 	p.h.Close(context.Background())
-	inc := p.st.Incidents()[0]
+	inc := all(p.st)[0]
 	if inc.Profile == nil || inc.Profile.Error != "" || len(inc.Profile.Top) == 0 {
 		t.Fatalf("profile %+v", inc.Profile)
 	}
@@ -271,7 +272,7 @@ func TestPageCapturesTheHeapProfile(t *testing.T) {
 	if inc, _ := p.st.Incident(inc.ID); len(inc.Timeline) != 3 {
 		t.Errorf("the page's timeline: %+v, want firing, profile captured, firing again", inc.Timeline)
 	}
-	if n := len(p.st.Incidents()); n != 2 {
+	if n := len(all(p.st)); n != 2 {
 		t.Errorf("%d incidents, want the page's and the ticket's", n)
 	}
 }
@@ -291,7 +292,7 @@ func TestAFailedCaptureIsRecordedAndNeverBlocksThePage(t *testing.T) {
 		t.Fatalf("the page waited %s for the profile", d)
 	}
 	p.h.Close(context.Background())
-	inc := p.st.Incidents()[0]
+	inc := all(p.st)[0]
 	if inc.Profile == nil || inc.Profile.Error == "" || !strings.Contains(fmt.Sprint(inc.Timeline), "profile failed") {
 		t.Fatalf("failure not recorded: %+v", inc)
 	}
@@ -319,7 +320,7 @@ func TestRejectsFingerprintsThatAreNotAlertmanagers(t *testing.T) {
 			t.Errorf("fingerprint %q: %d %s, want 400 naming alert 1 and 16 lowercase hex digits", fp, status, resp)
 		}
 	}
-	if n := len(p.st.Incidents()); n != 0 {
+	if n := len(all(p.st)); n != 0 {
 		t.Errorf("%d incidents stored from refused payloads", n)
 	}
 }
@@ -425,7 +426,7 @@ func TestProfilesAreServedOnlyFromTheProfilesDir(t *testing.T) {
 // severities must not make up series.
 func TestSeverityLabelsAreBounded(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +509,7 @@ func TestAResolvedPageGetsAProfileTakenAfter(t *testing.T) {
 	}
 
 	p.st.Close()
-	st, err := store.Open(dir)
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -628,7 +629,71 @@ func TestALargeGroupIsAcceptedWhole(t *testing.T) {
 	if status/100 != 5 || !strings.Contains(resp, "max_alerts") {
 		t.Errorf("%d bytes: %d %.200s, want a 5xx naming max_alerts", len(over), status, resp)
 	}
-	if n := len(p.st.Incidents()); n != 0 {
+	if n := len(all(p.st)); n != 0 {
 		t.Errorf("%d incidents stored from a payload refused", n)
+	}
+}
+
+// all is every incident of st, newest first.
+func all(st *store.Store) []incident.Incident {
+	return st.List(store.Filter{}, 1, math.MaxInt).Incidents
+}
+
+// /api/incidents is a JSON array as it was, now of one page of
+// store.PageSize incidents, newest first; the Link header names the pages
+// beside it, X-Total-Count the incidents the filter takes, and a bad query
+// is a 400 saying why.
+func TestTheAPIListIsPaged(t *testing.T) {
+	p := newPager(t, "", "")
+	start := time.Now().UTC().Truncate(time.Second)
+	alerts := make([]map[string]any, 120)
+	for i := range alerts {
+		alerts[i] = slothAlert(i, start.Add(time.Duration(i)*time.Second))
+		if i%3 == 0 {
+			alerts[i]["labels"].(map[string]string)["severity"] = "ticket"
+		}
+	}
+	if status, body := p.post(t, "/webhook/page", notification(alerts...)); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	get := func(path string) (int, http.Header, []incident.Incident, string) {
+		t.Helper()
+		resp, err := http.Get(p.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var incs []incident.Incident
+		json.Unmarshal(b, &incs)
+		return resp.StatusCode, resp.Header, incs, string(b)
+	}
+	status, hdr, incs, _ := get("/api/incidents")
+	if status != 200 || len(incs) != store.PageSize || incs[0].ID != pageFor(119, start.Add(119*time.Second)) || hdr.Get("X-Total-Count") != "120" {
+		t.Fatalf("first page: %d, %d incidents, total %q", status, len(incs), hdr.Get("X-Total-Count"))
+	}
+	if want := `</api/incidents>; rel="first", </api/incidents?page=2>; rel="next", </api/incidents?page=3>; rel="last"`; hdr.Get("Link") != want {
+		t.Errorf("Link %q, want %q", hdr.Get("Link"), want)
+	}
+	_, hdr, incs, _ = get("/api/incidents?page=3")
+	if len(incs) != 20 || !strings.Contains(hdr.Get("Link"), `</api/incidents?page=2>; rel="prev"`) || strings.Contains(hdr.Get("Link"), "next") {
+		t.Errorf("last page: %d incidents, Link %q", len(incs), hdr.Get("Link"))
+	}
+	_, hdr, incs, _ = get("/api/incidents?severity=ticket&status=firing")
+	if len(incs) != 40 || hdr.Get("X-Total-Count") != "40" {
+		t.Errorf("firing tickets: %d, total %q", len(incs), hdr.Get("X-Total-Count"))
+	}
+	for _, inc := range incs {
+		if inc.Severity != "ticket" || inc.Status != "firing" {
+			t.Errorf("filter took %s %s", inc.Severity, inc.Status)
+		}
+	}
+	if _, _, _, body := get("/api/incidents?slo=nope"); body != "[]\n" {
+		t.Errorf("no match: %q, want []", body)
+	}
+	for q, want := range map[string]string{"page=4": "past the last, 3", "page=-1": "from 1", "status=paged": "firing or resolved"} {
+		if status, _, _, body := get("/api/incidents?" + q); status != 400 || !strings.Contains(body, want) {
+			t.Errorf("?%s: %d %s, want 400 saying %q", q, status, body, want)
+		}
 	}
 }

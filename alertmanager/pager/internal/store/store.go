@@ -49,6 +49,9 @@ type Record struct {
 	Alert    *Alert            `json:"alert,omitempty"`
 	Incident string            `json:"incident,omitempty"`
 	Profile  *incident.Profile `json:"profile,omitempty"`
+	// Severity is a notification's alert's when it has no severity label:
+	// that of the webhook it came to (AddNotification).
+	Severity string `json:"severity,omitempty"`
 	// Snapshot is the incident as derived from the records compaction
 	// replaced, and Seen the keys (dedupKey) of its notifications, so a
 	// retry of one is still known for one.
@@ -59,6 +62,15 @@ type Record struct {
 // IncidentID names the incident an alert belongs to.
 func IncidentID(a *Alert) string {
 	return fmt.Sprintf("%s-%d", a.Fingerprint, a.StartsAt.Unix())
+}
+
+// severity is a notification's alert's severity: its label's, or with
+// none, its webhook's.
+func (r *Record) severity() string {
+	if sev := r.Alert.Labels["severity"]; sev != "" {
+		return sev
+	}
+	return r.Severity
 }
 
 // Store is the journal and the incidents derived from it.
@@ -258,6 +270,8 @@ func dedupKey(a *Alert) string {
 type Accepted struct {
 	Alert    Alert
 	Incident string
+	// Severity is the alert's severity label or, with none, its webhook's.
+	Severity string
 	// NewPage is true for the first firing notification of a page.
 	NewPage bool
 	// PageResolved is true for the first resolved notification of a page
@@ -268,7 +282,10 @@ type Accepted struct {
 // AddNotification appends the payload's new alerts and fsyncs them before
 // it returns; alerts seen before (Alertmanager's retries and repeats, same
 // fingerprint, status and start) are dropped. It returns the new ones.
-func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) ([]Accepted, error) {
+// endpoint is the webhook the payload came to, "page" or "ticket": the
+// severity of an alert without a severity label, since Alertmanager's
+// route sent it there as one.
+func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now time.Time) ([]Accepted, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var buf bytes.Buffer
@@ -283,6 +300,10 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 		}
 		batch[key] = true
 		r := Record{Type: "notification", At: now, Receiver: receiver, Alert: &a}
+		if a.Labels["severity"] == "" {
+			r.Severity = endpoint
+		}
+		severity := r.severity()
 		line, err := json.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
@@ -290,8 +311,8 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 		buf.Write(append(line, '\n'))
 		added = append(added, r)
 		e, known := s.incidents[IncidentID(&a)]
-		page := a.Labels["severity"] == "page"
-		out = append(out, Accepted{Alert: a, Incident: IncidentID(&a),
+		page := severity == "page"
+		out = append(out, Accepted{Alert: a, Incident: IncidentID(&a), Severity: severity,
 			NewPage:      a.Status == "firing" && page && !known,
 			PageResolved: a.Status == "resolved" && page && known && e.inc.Status != "resolved" && !batchResolved[IncidentID(&a)]})
 		if a.Status == "resolved" {
@@ -378,7 +399,7 @@ func (s *Store) apply(r Record) {
 		id := IncidentID(a)
 		e := s.incidents[id]
 		if e == nil {
-			e = s.add(incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: a.Labels["severity"],
+			e = s.add(incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: r.severity(),
 				StartsAt: a.StartsAt, Labels: a.Labels})
 			if a.Status == "firing" {
 				e.inc.BurnRate = a.Annotations["burn_rate"]

@@ -86,7 +86,7 @@ func hasIncident(s *Store, fp string) bool {
 func TestATornWriteDoesNotSwallowTheNextAcknowledgedRecord(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
-	if _, err := s.AddNotification("pager-page", []Alert{page("00000000000000f1")}, start); err != nil {
+	if _, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f1")}, start); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -96,7 +96,7 @@ func TestATornWriteDoesNotSwallowTheNextAcknowledgedRecord(t *testing.T) {
 	if s.Skipped() != 1 {
 		t.Errorf("torn line: skipped %d lines, want 1", s.Skipped())
 	}
-	if got, err := s.AddNotification("pager-page", []Alert{page("00000000000000f2")}, start); err != nil || len(got) != 1 {
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f2")}, start); err != nil || len(got) != 1 {
 		t.Fatalf("after the torn write: %+v %v", got, err)
 	}
 	// kill -9 here: AddNotification fsynced, Close adds nothing.
@@ -111,7 +111,7 @@ func TestATornWriteDoesNotSwallowTheNextAcknowledgedRecord(t *testing.T) {
 	if s.Skipped() != 0 {
 		t.Errorf("first reopen: skipped %d lines, want 0: the fragment was cut", s.Skipped())
 	}
-	if got, err := s.AddNotification("pager-page", []Alert{page("00000000000000f3")}, start); err != nil || len(got) != 1 {
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f3")}, start); err != nil || len(got) != 1 {
 		t.Fatalf("third: %+v %v", got, err)
 	}
 	s.Close()
@@ -137,7 +137,7 @@ func TestATornFirstLineIsCutToAnEmptyJournal(t *testing.T) {
 	if s.Skipped() != 1 || s.Cut() != int64(len(`{"type":"noti`)) {
 		t.Errorf("skipped %d lines, cut %d bytes", s.Skipped(), s.Cut())
 	}
-	if _, err := s.AddNotification("pager-page", []Alert{page("00000000000000f1")}, start); err != nil {
+	if _, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f1")}, start); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -153,7 +153,7 @@ func TestReopenKeepsEverythingAndDedupsAcrossRestarts(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	a := page("00000000000000f1")
-	got, err := s.AddNotification("pager-page", []Alert{a, a}, start)
+	got, err := s.AddNotification("pager-page", "page", []Alert{a, a}, start)
 	if err != nil || len(got) != 1 || !got[0].NewPage {
 		t.Fatalf("%+v %v", got, err)
 	}
@@ -173,12 +173,12 @@ func TestReopenKeepsEverythingAndDedupsAcrossRestarts(t *testing.T) {
 	if len(incs) != 1 || incs[0].Profile == nil || len(incs[0].Timeline) != 2 {
 		t.Fatalf("after reopen: %+v", incs)
 	}
-	again, _ := s.AddNotification("pager-page", []Alert{a}, start)
+	again, _ := s.AddNotification("pager-page", "page", []Alert{a}, start)
 	if len(again) != 0 {
 		t.Fatal("a retry after a restart must be recognised")
 	}
 	a.Status = "resolved"
-	res, err := s.AddNotification("pager-page", []Alert{a}, start.Add(time.Minute))
+	res, err := s.AddNotification("pager-page", "page", []Alert{a}, start.Add(time.Minute))
 	if err != nil || len(res) != 1 || res[0].NewPage {
 		t.Fatalf("resolution: %+v %v", res, err)
 	}
@@ -190,11 +190,11 @@ func TestReopenKeepsEverythingAndDedupsAcrossRestarts(t *testing.T) {
 	if inc, ok := s.Incident(res[0].Incident); !ok || inc.Status != "resolved" || len(inc.Timeline) != 3 {
 		t.Fatalf("after the second reopen: %+v (skipped %d lines)", inc, s.Skipped())
 	}
-	if again, _ := s.AddNotification("pager-page", []Alert{a}, start); len(again) != 0 {
+	if again, _ := s.AddNotification("pager-page", "page", []Alert{a}, start); len(again) != 0 {
 		t.Fatal("a retry of the resolution after a restart must be recognised")
 	}
 	b := page("00000000000000f2")
-	if got, err := s.AddNotification("pager-page", []Alert{b}, start); err != nil || len(got) != 1 {
+	if got, err := s.AddNotification("pager-page", "page", []Alert{b}, start); err != nil || len(got) != 1 {
 		t.Fatalf("%+v %v", got, err)
 	}
 	s.Close()
@@ -237,10 +237,10 @@ func TestAFailedAppendIsCutBackOff(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	s.f = &halfWrite{journal: s.f, fails: 1}
-	if got, err := s.AddNotification("pager-page", []Alert{page("00000000000000f1")}, start); err == nil {
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f1")}, start); err == nil {
 		t.Fatalf("a half-written append was accepted: %+v", got)
 	}
-	if got, err := s.AddNotification("pager-page", []Alert{page("00000000000000f1")}, start); err != nil || len(got) != 1 {
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f1")}, start); err != nil || len(got) != 1 {
 		t.Fatalf("the retry: %+v %v", got, err)
 	}
 	s.Close()
@@ -259,10 +259,10 @@ func TestAnAppendThatCannotBeUndoneStopsTheStore(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	s.f = &halfWrite{journal: s.f, fails: 1, truncateFail: true}
-	if _, err := s.AddNotification("pager-page", []Alert{page("00000000000000f1")}, start); err == nil {
+	if _, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f1")}, start); err == nil {
 		t.Fatal("a half-written append was accepted")
 	}
-	if got, err := s.AddNotification("pager-page", []Alert{page("00000000000000f2")}, start); err == nil {
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f2")}, start); err == nil {
 		t.Fatalf("an append after a fragment that could not be cut was accepted: %+v", got)
 	}
 	s.Close()
@@ -270,7 +270,7 @@ func TestAnAppendThatCannotBeUndoneStopsTheStore(t *testing.T) {
 	if s.Skipped() != 1 || s.Cut() == 0 || len(all(s)) != 0 {
 		t.Fatalf("after reopen: skipped %d, cut %d, %d incidents", s.Skipped(), s.Cut(), len(all(s)))
 	}
-	if got, err := s.AddNotification("pager-page", []Alert{page("00000000000000f2")}, start); err != nil || len(got) != 1 {
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f2")}, start); err != nil || len(got) != 1 {
 		t.Fatalf("after the restart: %+v %v", got, err)
 	}
 }
@@ -319,7 +319,7 @@ func history(t *testing.T, s *Store, n int, start time.Time) {
 		}
 		a := Alert{Status: "firing", Fingerprint: fmt.Sprintf("%016x", i), StartsAt: at,
 			Labels: map[string]string{"alertname": "A", "severity": sev, "sloth_slo": slo}}
-		acc, err := s.AddNotification("pager-"+sev, []Alert{a}, at)
+		acc, err := s.AddNotification("pager-"+sev, sev, []Alert{a}, at)
 		if err != nil || len(acc) != 1 {
 			t.Fatalf("incident %d: %v %v", i, acc, err)
 		}
@@ -334,7 +334,7 @@ func history(t *testing.T, s *Store, n int, start time.Time) {
 		}
 		if i%5 != 4 {
 			a.Status, a.EndsAt = "resolved", at.Add(5*time.Minute)
-			if _, err := s.AddNotification("pager-"+sev, []Alert{a}, at.Add(5*time.Minute)); err != nil {
+			if _, err := s.AddNotification("pager-"+sev, sev, []Alert{a}, at.Add(5*time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -447,7 +447,7 @@ func TestRetentionDropsOldResolvedIncidentsAndTheirProfiles(t *testing.T) {
 	history(t, s, 100, start) // incidents 0…99, a minute apart
 	// A kept incident shares the profile of a dropped one.
 	shared := Alert{Status: "firing", Fingerprint: "00000000000000ff", StartsAt: start.Add(200 * time.Minute), Labels: map[string]string{"alertname": "A", "severity": "page"}}
-	acc, err := s.AddNotification("pager-page", []Alert{shared}, shared.StartsAt)
+	acc, err := s.AddNotification("pager-page", "page", []Alert{shared}, shared.StartsAt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +504,7 @@ func TestRetentionDropsOldResolvedIncidentsAndTheirProfiles(t *testing.T) {
 		if n := journalLines(t, dir); n != len(kept) {
 			t.Errorf("%s: journal has %d lines, want one per incident kept (%d)", when, n, len(kept))
 		}
-		if again, err := s.AddNotification("pager-page", []Alert{shared}, now); err != nil || len(again) != 0 {
+		if again, err := s.AddNotification("pager-page", "page", []Alert{shared}, now); err != nil || len(again) != 0 {
 			t.Errorf("%s: a retry of a kept incident's notification is news: %v %v", when, again, err)
 		}
 	}
@@ -543,11 +543,11 @@ func TestTheJournalStaysBoundedAsTheHistoryGrows(t *testing.T) {
 		for i := range n {
 			at := time.Now().Add(time.Duration(i-n) * time.Minute)
 			a := Alert{Status: "firing", Fingerprint: fmt.Sprintf("%016x", i), StartsAt: at, Labels: map[string]string{"alertname": "A", "severity": "page", "sloth_slo": "s"}}
-			if _, err := s.AddNotification("pager-page", []Alert{a}, at); err != nil {
+			if _, err := s.AddNotification("pager-page", "page", []Alert{a}, at); err != nil {
 				t.Fatal(err)
 			}
 			a.Status, a.EndsAt = "resolved", at.Add(time.Minute)
-			if _, err := s.AddNotification("pager-page", []Alert{a}, at.Add(time.Minute)); err != nil {
+			if _, err := s.AddNotification("pager-page", "page", []Alert{a}, at.Add(time.Minute)); err != nil {
 				t.Fatal(err)
 			}
 			largest = max(largest, s.size)

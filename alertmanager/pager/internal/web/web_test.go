@@ -75,7 +75,7 @@ func (u *ui) page(fp string, start time.Time, labels map[string]string) string {
 	}
 	a := store.Alert{Status: "firing", Labels: l, Annotations: map[string]string{"burn_rate": "9.9x", "summary": "burning <b>fast</b>"},
 		StartsAt: start, Fingerprint: fp}
-	acc, err := u.st.AddNotification("pager-page", []store.Alert{a}, start)
+	acc, err := u.st.AddNotification("pager-page", "page", []store.Alert{a}, start)
 	if err != nil || len(acc) != 1 {
 		u.t.Fatalf("%v %v", acc, err)
 	}
@@ -86,7 +86,7 @@ func (u *ui) resolve(id, fp string, start time.Time) {
 	u.t.Helper()
 	inc, _ := u.st.Incident(id)
 	a := store.Alert{Status: "resolved", Labels: inc.Labels, Annotations: inc.Annotations, StartsAt: start, EndsAt: start.Add(3 * time.Minute), Fingerprint: fp}
-	if _, err := u.st.AddNotification("pager-page", []store.Alert{a}, start.Add(3*time.Minute)); err != nil {
+	if _, err := u.st.AddNotification("pager-page", "page", []store.Alert{a}, start.Add(3*time.Minute)); err != nil {
 		u.t.Fatal(err)
 	}
 }

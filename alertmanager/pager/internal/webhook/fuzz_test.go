@@ -166,7 +166,7 @@ func FuzzWebhookPayload(f *testing.F) {
 					t.Fatalf("alert %d acknowledged and not there after a restart", i)
 				}
 			}
-			if again, err := re.AddNotification("pager-page", p.Alerts, p.Alerts[0].StartsAt); err != nil || len(again) != 0 {
+			if again, err := re.AddNotification("pager-page", "page", p.Alerts, p.Alerts[0].StartsAt); err != nil || len(again) != 0 {
 				t.Fatalf("after a restart the acknowledged alerts are news again: %d, %v", len(again), err)
 			}
 		}

@@ -273,7 +273,7 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 		if receiver == "" {
 			receiver = kind
 		}
-		accepted, err := h.cfg.Store.AddNotification(receiver, p.Alerts, time.Now())
+		accepted, err := h.cfg.Store.AddNotification(receiver, kind, p.Alerts, time.Now())
 		if err != nil {
 			// Not stored, so not acknowledged: Alertmanager retries.
 			h.cfg.Log.Error().Err(err).Msg("could not store notification")
@@ -287,7 +287,7 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 				Msg("Alertmanager left alerts of this group out (max_alerts): they are not here")
 		}
 		for _, a := range accepted {
-			h.announce(kind, a)
+			h.announce(a)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]int{"accepted": len(accepted), "duplicates": len(p.Alerts) - len(accepted)})
@@ -364,11 +364,8 @@ func severityLabel(severity string) string {
 }
 
 // announce is the on-call's line: PAGE, TICKET or RESOLVED.
-func (h *Handler) announce(kind string, a store.Accepted) {
-	severity := a.Alert.Labels["severity"]
-	if severity == "" {
-		severity = kind
-	}
+func (h *Handler) announce(a store.Accepted) {
+	severity := a.Severity
 	h.notifications.WithLabelValues(severityLabel(severity), a.Alert.Status).Inc()
 	msg := strings.ToUpper(severity)
 	level := zerolog.WarnLevel

@@ -697,3 +697,47 @@ func TestTheAPIListIsPaged(t *testing.T) {
 		}
 	}
 }
+
+// An alert without a severity label takes the severity of the webhook
+// Alertmanager's route sent it to, in all the pager does with it: a page
+// is logged as PAGE, counted as one, stored as one (after a restart too)
+// and gets its profile; a ticket likewise gets none.
+func TestAnAlertWithoutSeverityIsWhatItsWebhookSays(t *testing.T) {
+	dir := t.TempDir()
+	p := newPagerIn(t, dir, newFakeGateway(t).url(), "")
+	start := time.Now().UTC().Truncate(time.Second)
+	bare := func(fp string) map[string]any {
+		a := alert("firing", "", start)
+		delete(a["labels"].(map[string]string), "severity")
+		a["fingerprint"] = fingerprint(fp)
+		return a
+	}
+	for _, kind := range []string{"page", "ticket"} {
+		if status, body := p.post(t, "/webhook/"+kind, notification(bare(kind))); status != 200 {
+			t.Fatalf("%s: %d %s", kind, status, body)
+		}
+	}
+	p.h.Close(context.Background())
+	for _, kind := range []string{"page", "ticket"} {
+		id := store.IncidentID(&store.Alert{Fingerprint: fingerprint(kind), StartsAt: start})
+		inc, _ := p.st.Incident(id)
+		if inc.Severity != kind || (kind == "page") != (inc.Profile != nil) {
+			t.Errorf("%s without severity: stored as %q, profile %+v", kind, inc.Severity, inc.Profile)
+		}
+		if got := testutil.ToFloat64(p.h.notifications.WithLabelValues(kind, "firing")); got != 1 {
+			t.Errorf("pager_notifications_total{%s,firing} = %v", kind, got)
+		}
+		if !strings.Contains(p.logs.String(), `"severity":"`+kind+`"`) || !strings.Contains(p.logs.String(), `"message":"`+strings.ToUpper(kind)+`"`) {
+			t.Errorf("%s not logged as %s:\n%s", kind, strings.ToUpper(kind), p.logs)
+		}
+	}
+	p.st.Close()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if inc, _ := st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start})); inc.Severity != "page" {
+		t.Errorf("after a restart the page is a %q", inc.Severity)
+	}
+}

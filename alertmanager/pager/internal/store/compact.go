@@ -232,9 +232,9 @@ func fileOf(p *incident.Profile) *string {
 }
 
 // sweep removes the profile files no incident names: those of incidents a
-// crash dropped before their files went, or a capture's whose record was
-// never written. Only names the pager writes are touched. The caller owns
-// s (Open).
+// crash dropped before their files went, a capture's whose record was
+// never written, a write's a crash cut short (tempProfile). Only names the
+// pager writes are touched. The caller owns s (Open).
 func (s *Store) sweep() error {
 	files, err := fs.ReadDir(s.profiles.FS(), ".")
 	if err != nil {
@@ -242,7 +242,8 @@ func (s *Store) sweep() error {
 	}
 	for _, f := range files {
 		name := f.Name()
-		if !f.Type().IsRegular() || s.shares[ProfilesDir+"/"+name] > 0 || !strings.HasSuffix(name, ".pb.gz") {
+		temp := strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp")
+		if !f.Type().IsRegular() || s.shares[ProfilesDir+"/"+name] > 0 || !strings.HasSuffix(name, ".pb.gz") && !temp {
 			continue
 		}
 		if err := s.profiles.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {

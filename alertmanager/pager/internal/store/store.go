@@ -91,11 +91,24 @@ type Store struct {
 	seq   uint64
 	// shares counts, per profile file, the incidents whose page-time or
 	// after profile it is: pages within one capture window share one.
-	shares   map[string]int
-	skipped  int
-	cut      int64
-	opened   Compaction // what Open's compaction did, if it ran
+	shares  map[string]int
+	skipped int
+	cut     int64
+	opened  Compaction // what Open's compaction did, if it ran
+	// profiles is the directory of captured profiles. Names opened through
+	// it cannot leave it, by "..", an absolute path or a symbolic link,
+	// whatever a journal edited by hand says.
 	profiles *os.Root
+	// createProfile creates a file in profiles for SaveProfile, so a test
+	// can make a write fail halfway.
+	createProfile func(name string) (profileFile, error)
+}
+
+// profileFile is the part of *os.File a profile is written with.
+type profileFile interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Close() error
 }
 
 // entry is an incident and what the store keeps beside it.
@@ -200,6 +213,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		f.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	s.createProfile = func(name string) (profileFile, error) {
+		return s.profiles.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	}
 	s.f, s.size = f, int64(end)
 	if err := s.sweep(); err != nil {
 		s.Close()
@@ -237,11 +253,6 @@ func (s *Store) Dir() string { return s.dir }
 // ProfilesDir is where captured profiles are kept, as "profiles/<name>"
 // relative to the data directory (incident.Profile.File).
 const ProfilesDir = "profiles"
-
-// Profiles is the directory of captured profiles. Names opened through it
-// cannot leave it, by "..", an absolute path or a symbolic link, whatever a
-// journal edited by hand says.
-func (s *Store) Profiles() *os.Root { return s.profiles }
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
@@ -512,6 +523,51 @@ func (e *entry) copy() incident.Incident {
 	c.Timeline = slices.Clone(e.inc.Timeline)
 	return c
 }
+
+// SaveProfile writes a captured profile durably as name in the profiles
+// directory, before the journal names it: to a temporary file beside it
+// (tempProfile), fsynced, then renamed over name and the directory
+// fsynced. A full disk or a crash midway leaves no cut-off profile under
+// name, only the temporary file, which is removed at once or, after a
+// crash, by the next Open.
+func (s *Store) SaveProfile(name string, b []byte) error {
+	if !filepath.IsLocal(name) || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("store: profile name %q is not a file name", name)
+	}
+	tmp := tempProfile(name)
+	f, err := s.createProfile(tmp)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.profiles.Rename(tmp, name)
+	}
+	if err != nil {
+		if rerr := s.profiles.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+		return fmt.Errorf("store: writing profile %s: %w", name, err)
+	}
+	d, err := s.profiles.Open(".")
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("store: sync %s: %w", ProfilesDir, err)
+	}
+	return nil
+}
+
+// tempProfile is the name a profile is written under before it is whole.
+func tempProfile(name string) string { return "." + name + ".tmp" }
 
 // OpenProfile opens an incident's profile file, which comes from the
 // journal read back from disk: only a regular file inside the profiles

@@ -610,3 +610,47 @@ func TestASecondPagerIsRefusedAfterACompaction(t *testing.T) {
 		t.Fatalf("second Open after a compaction: %v, want a refusal", err)
 	}
 }
+
+// halfFile writes half of what it is given and fails, as a full disk does.
+type halfFile struct{ profileFile }
+
+func (h halfFile) Write(b []byte) (int, error) {
+	n, _ := h.profileFile.Write(b[:len(b)/2])
+	return n, errors.New("no space left on device")
+}
+
+// A profile cut off by a full disk leaves no file behind, neither under its
+// name nor a temporary one; written whole, it is there whole; and a
+// temporary file a crash left is gone after the next start.
+func TestAProfileCutOffLeavesNoFileBehind(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	create := s.createProfile
+	s.createProfile = func(name string) (profileFile, error) {
+		f, err := create(name)
+		return halfFile{f}, err
+	}
+	raw := bytes.Repeat([]byte("pprof "), 1000)
+	if err := s.SaveProfile("00000000000000f1-1.pb.gz", raw); err == nil {
+		t.Fatal("a profile cut off was saved")
+	}
+	if files := profileFiles(t, dir); len(files) != 0 {
+		t.Errorf("a profile cut off left %v", slices.Sorted(maps.Keys(files)))
+	}
+	s.createProfile = create
+	if err := s.SaveProfile("00000000000000f1-1.pb.gz", raw); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ProfilesDir, "00000000000000f1-1.pb.gz")); err != nil || !bytes.Equal(b, raw) {
+		t.Errorf("the profile saved: %d bytes, %v; want %d", len(b), err, len(raw))
+	}
+	s.Close()
+
+	if err := os.WriteFile(filepath.Join(dir, ProfilesDir, tempProfile("00000000000000f2-1.pb.gz")), raw[:10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open(t, dir)
+	if files := profileFiles(t, dir); len(files) != 0 {
+		t.Errorf("after a restart: %v, want the crash's temporary file gone (and the profile no record names)", slices.Sorted(maps.Keys(files)))
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -95,12 +97,9 @@ func (u *ui) resolve(id, fp string, start time.Time) {
 // way the webhook does.
 func (u *ui) profile(id, name string, raw []byte, after bool) {
 	u.t.Helper()
-	f, err := u.st.Profiles().Create(name)
-	if err != nil {
+	if err := u.st.SaveProfile(name, raw); err != nil {
 		u.t.Fatal(err)
 	}
-	f.Write(raw)
-	f.Close()
 	prof, err := pproftop.Parse(bytes.NewReader(raw))
 	if err != nil {
 		u.t.Fatal(err)
@@ -317,7 +316,7 @@ func TestAMissingProfileFileIsAnErrorPage(t *testing.T) {
 	u := newUI(t, 0)
 	id := u.page(fp1, time.Now(), nil)
 	u.profile(id, "gone.pb.gz", heapProfile(t), false)
-	if err := u.st.Profiles().Remove("gone.pb.gz"); err != nil {
+	if err := os.Remove(filepath.Join(u.st.Dir(), store.ProfilesDir, "gone.pb.gz")); err != nil {
 		t.Fatal(err)
 	}
 	u.get("/incidents/"+id+"/pprof/top", 500)

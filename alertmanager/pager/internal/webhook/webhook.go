@@ -563,7 +563,7 @@ func (h *Handler) fetch(ctx context.Context, name string) (incident.Profile, err
 	if err != nil {
 		return incident.Profile{}, err
 	}
-	if err := writeFileSync(h.cfg.Store.Profiles(), name, raw); err != nil {
+	if err := h.cfg.Store.SaveProfile(name, raw); err != nil {
 		return incident.Profile{}, fmt.Errorf("storing profile: %w", err)
 	}
 	p := incident.Profile{File: path.Join(store.ProfilesDir, name), Total: total, TakenAt: time.Now()}
@@ -571,32 +571,6 @@ func (h *Handler) fetch(ctx context.Context, name string) (incident.Profile, err
 		p.Top = append(p.Top, incident.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
 	}
 	return p, nil
-}
-
-// writeFileSync writes name in dir and fsyncs it and dir, so the profile
-// the journal is about to point at is there after a crash.
-func writeFileSync(dir *os.Root, name string, b []byte) error {
-	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	d, err := dir.Open(".")
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // listIncidents serves one page of the incidents, newest first, as a JSON

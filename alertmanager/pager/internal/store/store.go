@@ -302,7 +302,9 @@ func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now t
 	var buf bytes.Buffer
 	var added []Record
 	var out []Accepted
-	batch, batchResolved := map[string]bool{}, map[string]bool{}
+	// batchPaged and batchResolved are the incidents this notification
+	// pages and resolves: a page may fire and resolve within one.
+	batch, batchPaged, batchResolved := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i := range alerts {
 		a := alerts[i]
 		key := dedupKey(&a)
@@ -321,14 +323,15 @@ func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now t
 		}
 		buf.Write(append(line, '\n'))
 		added = append(added, r)
-		e, known := s.incidents[IncidentID(&a)]
+		id := IncidentID(&a)
+		e, known := s.incidents[id]
 		page := severity == "page"
-		out = append(out, Accepted{Alert: a, Incident: IncidentID(&a), Severity: severity,
-			NewPage:      a.Status == "firing" && page && !known,
-			PageResolved: a.Status == "resolved" && page && known && e.inc.Status != "resolved" && !batchResolved[IncidentID(&a)]})
-		if a.Status == "resolved" {
-			batchResolved[IncidentID(&a)] = true
-		}
+		acc := Accepted{Alert: a, Incident: id, Severity: severity,
+			NewPage:      a.Status == "firing" && page && !known && !batchPaged[id],
+			PageResolved: a.Status == "resolved" && page && (known && e.inc.Status != "resolved" || batchPaged[id]) && !batchResolved[id]}
+		out = append(out, acc)
+		batchPaged[id] = batchPaged[id] || acc.NewPage
+		batchResolved[id] = batchResolved[id] || a.Status == "resolved"
 	}
 	if len(added) == 0 {
 		return nil, nil

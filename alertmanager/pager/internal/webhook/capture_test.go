@@ -28,6 +28,7 @@ type fakeGateway struct {
 	max int // most in flight at once
 	// reached is closed once `together` requests are in flight at once.
 	together int
+	hit      bool
 	reached  chan struct{}
 	release  chan struct{}
 }
@@ -52,8 +53,9 @@ func holdFakeGateway(t *testing.T, together int) *fakeGateway {
 		g.n++
 		g.in++
 		g.max = max(g.max, g.in)
-		if g.in == g.together {
+		if g.in == g.together && !g.hit {
 			close(g.reached)
+			g.hit = true
 		}
 		g.mu.Unlock()
 		<-g.release
@@ -273,5 +275,68 @@ func TestProfileFetchesInFlightAreBounded(t *testing.T) {
 	n, most := gw.counts()
 	if n != pages || most != limit {
 		t.Errorf("%d fetches, at most %d in flight; want %d, and %d", n, most, pages, limit)
+	}
+}
+
+// A resolve that arrives while its page's notification is still being
+// handled (stored, not yet announced: the test holds it there) still gets
+// its profile after, taken after the page-time one.
+func TestAResolveRacingItsFiringGetsTheProfileAfter(t *testing.T) {
+	gw := holdFakeGateway(t, 1)
+	p := newPager(t, gw.url(), "")
+	start := time.Now().UTC().Truncate(time.Second)
+	firing, resolved := slothAlert(0, start), slothAlert(0, start)
+	resolved["status"], resolved["endsAt"] = "resolved", start.Add(time.Minute).Format(time.RFC3339Nano)
+
+	stored, release := make(chan struct{}), make(chan struct{})
+	p.h.stored = func(acc []store.Accepted) {
+		if len(acc) == 1 && acc[0].NewPage {
+			close(stored)
+			<-release
+		}
+	}
+	paged := make(chan int)
+	go func() {
+		status, _ := p.post(t, "/webhook/page", notification(firing))
+		paged <- status
+	}()
+	<-stored
+	if status, body := p.post(t, "/webhook/page", notification(resolved)); status != 200 {
+		t.Fatalf("resolve: %d %s", status, body)
+	}
+	close(release)
+	if status := <-paged; status != 200 {
+		t.Fatalf("page: %d", status)
+	}
+	<-gw.reached // the page-time fetch, held at the gateway
+	close(gw.release)
+	p.h.Close(context.Background())
+
+	inc, _ := p.st.Incident(pageFor(0, start))
+	if inc.Profile == nil || inc.Profile.File == "" || inc.After == nil || inc.After.File == "" {
+		t.Fatalf("profiles: page time %v, after %v", inc.Profile != nil, inc.After != nil)
+	}
+	if inc.After.File == inc.Profile.File || inc.After.TakenAt.Before(inc.Profile.TakenAt) {
+		t.Errorf("after %s at %s is not taken after the page-time %s at %s", inc.After.File, inc.After.TakenAt, inc.Profile.File, inc.Profile.TakenAt)
+	}
+	if n, _ := gw.counts(); n != 2 {
+		t.Errorf("%d fetches, want 2", n)
+	}
+}
+
+// A page that fires and resolves within one notification gets both
+// profiles too.
+func TestAPageFiredAndResolvedInOneNotificationGetsBothProfiles(t *testing.T) {
+	gw := newFakeGateway(t)
+	p := newPager(t, gw.url(), "")
+	start := time.Now().UTC().Truncate(time.Second)
+	firing, resolved := slothAlert(0, start), slothAlert(0, start)
+	resolved["status"], resolved["endsAt"] = "resolved", start.Add(time.Minute).Format(time.RFC3339Nano)
+	if status, body := p.post(t, "/webhook/page", notification(firing, resolved)); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	p.h.Close(context.Background())
+	if inc, _ := p.st.Incident(pageFor(0, start)); inc.Profile == nil || inc.After == nil || inc.After.File == inc.Profile.File {
+		t.Fatalf("profiles: page time %v, after %v", inc.Profile != nil, inc.After != nil)
 	}
 }

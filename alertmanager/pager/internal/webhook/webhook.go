@@ -122,6 +122,12 @@ type Handler struct {
 	pageCaptures map[string]chan struct{}
 	// last is the newest shot, started or waiting for its window.
 	last *shot
+	// ordering is held while a notification is stored and its captures
+	// registered (register).
+	ordering sync.Mutex
+	// stored, when set (by a test), is called with each notification's
+	// new alerts once they are stored, before they are announced.
+	stored func([]store.Accepted)
 }
 
 // clock is the time the captures' windows are measured in; a test's is a
@@ -273,7 +279,16 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 		if receiver == "" {
 			receiver = kind
 		}
+		// Stored and its captures registered in one step: a resolve
+		// stored after its page finds the page's capture to wait for,
+		// however the two requests run.
+		h.ordering.Lock()
 		accepted, err := h.cfg.Store.AddNotification(receiver, kind, p.Alerts, time.Now())
+		var captures []capture
+		if err == nil {
+			captures = h.register(accepted)
+		}
+		h.ordering.Unlock()
 		if err != nil {
 			// Not stored, so not acknowledged: Alertmanager retries.
 			h.cfg.Log.Error().Err(err).Msg("could not store notification")
@@ -286,8 +301,11 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 			h.cfg.Log.Warn().Uint64("truncated_alerts", p.TruncatedAlerts).Int("alerts", len(p.Alerts)).Str("group", p.GroupKey).
 				Msg("Alertmanager left alerts of this group out (max_alerts): they are not here")
 		}
-		for _, a := range accepted {
-			h.announce(a)
+		if h.stored != nil {
+			h.stored(accepted)
+		}
+		for i, a := range accepted {
+			h.announce(a, captures[i])
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]int{"accepted": len(accepted), "duplicates": len(p.Alerts) - len(accepted)})
@@ -363,8 +381,46 @@ func severityLabel(severity string) string {
 	return "other"
 }
 
-// announce is the on-call's line: PAGE, TICKET or RESOLVED.
-func (h *Handler) announce(a store.Accepted) {
+// capture is what an alert of a notification starts: the page-time
+// capture of a new page (shot, and done, closed once it is recorded), or,
+// for its resolve, the one after (after, and pending, the page-time
+// capture it waits for, if that is still running).
+type capture struct {
+	shot    *shot
+	done    chan struct{}
+	after   bool
+	pending chan struct{}
+}
+
+// register decides the captures of a notification's new alerts; the
+// caller holds h.ordering, from storing the notification on. A resolve
+// whose page's capture was not registered yet would find none to wait for
+// and, the page having no profile yet, take none after.
+func (h *Handler) register(accepted []store.Accepted) []capture {
+	out := make([]capture, len(accepted))
+	if h.cfg.ProfileURL == "" {
+		return out
+	}
+	for i, a := range accepted {
+		if a.NewPage {
+			// Joined here, in the order the pages arrived.
+			out[i].shot, out[i].done = h.join(a, "page", h.clock.Now()), make(chan struct{})
+			h.mu.Lock()
+			h.pageCaptures[a.Incident] = out[i].done
+			h.mu.Unlock()
+		}
+		if a.PageResolved {
+			h.mu.Lock()
+			out[i].after, out[i].pending = true, h.pageCaptures[a.Incident]
+			h.mu.Unlock()
+		}
+	}
+	return out
+}
+
+// announce is the on-call's line: PAGE, TICKET or RESOLVED; then it starts
+// the alert's capture.
+func (h *Handler) announce(a store.Accepted, c capture) {
 	severity := a.Severity
 	h.notifications.WithLabelValues(severityLabel(severity), a.Alert.Status).Inc()
 	msg := strings.ToUpper(severity)
@@ -382,35 +438,22 @@ func (h *Handler) announce(a store.Accepted) {
 		Str("summary", a.Alert.Annotations["summary"]).
 		Str("url", h.IncidentURL(a.Incident)).
 		Msg(msg)
-	if h.cfg.ProfileURL == "" {
-		return
-	}
-	if a.NewPage {
-		// Joined here, in the order the pages arrived, not by whichever
-		// goroutine runs first.
-		shot := h.join(a, "page", h.clock.Now())
-		done := make(chan struct{})
-		h.mu.Lock()
-		h.pageCaptures[a.Incident] = done
-		h.mu.Unlock()
+	if c.shot != nil {
 		h.captures.Go(func() {
 			defer func() {
 				h.mu.Lock()
 				delete(h.pageCaptures, a.Incident)
 				h.mu.Unlock()
-				close(done)
+				close(c.done)
 			}()
-			h.record(a, "page", shot)
+			h.record(a, "page", c.shot)
 		})
 	}
-	if a.PageResolved {
-		h.mu.Lock()
-		pending := h.pageCaptures[a.Incident]
-		h.mu.Unlock()
+	if c.after {
 		h.captures.Go(func() {
-			if pending != nil {
+			if c.pending != nil {
 				select {
-				case <-pending:
+				case <-c.pending:
 				case <-h.captureCtx.Done():
 					return
 				}

@@ -288,13 +288,13 @@ images: $(STAGE) ## docker compose: build every image, the gateway as both :base
 	GATEWAY_TAG=fixed $(COMPOSE) build gateway
 
 .PHONY: pages
-pages: ## what the pager received, pages and tickets apart, each with its page in the web UI (compose or lab; PAGER_URL, default http://127.0.0.1:5001)
-	@pager=$${PAGER_URL:-http://127.0.0.1:5001}; incs=$$(curl -fsS $$pager/api/incidents); \
+pages: ## what the pager received, pages and tickets apart (the newest 50 of each), each with its page in the web UI (compose or lab; PAGER_URL, default http://127.0.0.1:5001)
+	@pager=$${PAGER_URL:-http://127.0.0.1:5001}; \
 	if command -v jq >/dev/null; then \
 		for sev in page ticket; do echo "$${sev}s:"; \
-			echo "$$incs" | jq -r --arg sev $$sev '[.[] | select(.severity == $$sev)] | if length == 0 then "  none" else .[] | "  \(.status)  \(.slo)  burn \(.burn_rate // "?")  \(.startsAt)  \(.url)  top alloc_space: \(.profile.top[0].function // "none")" end'; \
+			curl -fsS "$$pager/api/incidents?severity=$$sev" | jq -r 'if length == 0 then "  none" else .[] | "  \(.status)  \(.slo)  burn \(.burn_rate // "?")  \(.startsAt)  \(.url)  top alloc_space: \(.profile.top[0].function // "none")" end'; \
 		done; \
-	else echo "$$incs"; echo "(install jq for pages and tickets apart)"; fi; echo "pager web UI: $$pager/"
+	else curl -fsS $$pager/api/incidents; echo; echo "(install jq for pages and tickets apart)"; fi; echo "pager web UI: $$pager/ (older ones: ?page=2 and on)"
 
 .PHONY: logs
 logs: ## docker compose: follow the logs (SERVICE=gateway for one)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,16 +205,7 @@ func TestUnderFireWithKill9Restarts(t *testing.T) {
 	if err := p.start(); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := client.Get(base + "/api/incidents")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var incs []struct{ ID string }
-	err = json.NewDecoder(resp.Body).Decode(&incs)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	incs := allIncidents(t, client, base)
 	have := map[string]bool{}
 	for _, inc := range incs {
 		have[inc.ID] = true
@@ -271,4 +263,32 @@ func TestUnderFireWithKill9Restarts(t *testing.T) {
 	if bad > 0 {
 		t.Errorf("%d unreadable journal lines", bad)
 	}
+}
+
+// nextLink is the Link header's rel="next", or "".
+var nextLink = regexp.MustCompile(`<([^>]*)>; rel="next"`)
+
+// allIncidents reads every page of /api/incidents, following the Link
+// header's next.
+func allIncidents(t *testing.T, client *http.Client, base string) []struct{ ID string } {
+	t.Helper()
+	var all []struct{ ID string }
+	for path := "/api/incidents"; path != ""; {
+		resp, err := client.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page []struct{ ID string }
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %s, %v", path, resp.Status, err)
+		}
+		all = append(all, page...)
+		path = ""
+		if m := nextLink.FindStringSubmatch(resp.Header.Get("Link")); m != nil {
+			path = m[1]
+		}
+	}
+	return all
 }

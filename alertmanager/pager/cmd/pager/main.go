@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -19,12 +20,16 @@ import (
 )
 
 var envs = map[string]string{
-	"listen":       "PAGER_LISTEN",
-	"data":         "PAGER_DATA",
-	"profile-url":  "PAGER_PROFILE_URL",
-	"token":        "PAGER_TOKEN",
-	"external-url": "PAGER_EXTERNAL_URL",
-	"log-level":    "LOG_LEVEL",
+	"listen":              "PAGER_LISTEN",
+	"data":                "PAGER_DATA",
+	"profile-url":         "PAGER_PROFILE_URL",
+	"profile-window":      "PAGER_PROFILE_WINDOW",
+	"profile-concurrency": "PAGER_PROFILE_CONCURRENCY",
+	"retention":           "PAGER_RETENTION",
+	"max-resolved":        "PAGER_MAX_RESOLVED",
+	"token":               "PAGER_TOKEN",
+	"external-url":        "PAGER_EXTERNAL_URL",
+	"log-level":           "LOG_LEVEL",
 }
 
 func main() {
@@ -38,6 +43,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		"because whoever reaches it can post pages (unless -token is set) and read incidents and profiles (:5001 in a container)")
 	data := fs.String("data", "pager-data", "directory of the notification journal and captured profiles")
 	profileURL := fs.String("profile-url", "http://gateway:6060/debug/pprof/allocs", "heap profile to capture when a page fires ('' to disable)")
+	profileWindow := fs.Duration("profile-window", webhook.DefaultProfileWindow, "one profile fetch serves every page within this window, and no second fetch starts in it, "+
+		"so an alert storm does not load the gateway it diagnoses (0: a fetch for each page)")
+	profileConcurrency := fs.Int("profile-concurrency", webhook.DefaultMaxFetches, "profile fetches in flight at once, at most")
+	retention := fs.Duration("retention", store.DefaultRetention, "how long a resolved incident and its profiles are kept after its last event (firing ones are always kept)")
+	maxResolved := fs.Int("max-resolved", store.DefaultMaxResolved, "how many resolved incidents are kept at most, the newest: what a restart reads stays bounded")
 	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
 	externalURL := fs.String("external-url", "http://127.0.0.1:5001", "the pager's base URL as a browser reaches it: the incidents' links in the API and the log lines")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -49,7 +59,22 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(*data)
+	if *profileWindow < 0 || *profileConcurrency < 1 {
+		return fmt.Errorf("-profile-window %s and -profile-concurrency %d: want a window of 0 or more and at least one fetch", *profileWindow, *profileConcurrency)
+	}
+	if *retention <= 0 || *maxResolved < 1 {
+		return fmt.Errorf("-retention %s and -max-resolved %d: want a time and a number above 0", *retention, *maxResolved)
+	}
+	compacted := func(c store.Compaction) {
+		ev := log.Info()
+		if c.Err != nil {
+			ev = log.Error().Err(c.Err)
+		}
+		ev.Int("dropped", c.Dropped).Int("kept", c.Kept).Int("profile_files_removed", c.Files).
+			Int64("bytes_before", c.Before).Int64("bytes_after", c.After).Dur("took", c.Took).
+			Msg("journal compacted: resolved incidents past -retention or -max-resolved dropped")
+	}
+	st, err := store.Open(*data, store.Options{Retention: *retention, MaxResolved: *maxResolved, OnCompact: compacted})
 	if err != nil {
 		return err
 	}
@@ -58,9 +83,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Warn().Int("lines", n).Int64("torn_bytes_cut", st.Cut()).
 			Msg("journal lines unreadable: a torn last line is a write cut short by a crash, never acknowledged, and was cut off")
 	}
-	log.Info().Str("data", *data).Int("incidents", len(st.Incidents())).Str("profile_url", *profileURL).Msg("starting")
+	if c := st.Opened(); c.Ran {
+		compacted(c)
+	}
+	log.Info().Str("data", *data).Int("incidents", st.Len()).Str("profile_url", *profileURL).
+		Dur("profile_window", *profileWindow).Int("profile_concurrency", *profileConcurrency).Msg("starting")
 	reg := service.NewRegistry()
-	h := webhook.New(webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, ExternalURL: *externalURL}, reg)
+	h := webhook.New(webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, ExternalURL: *externalURL,
+		ProfileWindow: *profileWindow, MaxFetches: *profileConcurrency}, reg)
 	ui, err := web.New(web.Config{Store: st, Log: log})
 	if err != nil {
 		return err

@@ -85,7 +85,8 @@ func TestListensOnLoopbackByDefault(t *testing.T) {
 }
 
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-log-level", "x"}, {"stray"}, {"-data", "/proc/no/such/dir"}} {
+	for _, args := range [][]string{{"-log-level", "x"}, {"stray"}, {"-data", "/proc/no/such/dir"},
+		{"-profile-window", "-1s"}, {"-profile-concurrency", "0"}, {"-retention", "0s"}, {"-max-resolved", "0"}} {
 		if err := run(t.Context(), args, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)
 		}

@@ -2,14 +2,21 @@
 // alert is appended to a JSONL file and fsynced before the webhook answers
 // 2xx, so nothing Alertmanager was told is received can be lost, even to
 // kill -9. The file is read back on start; incidents are derived from it.
+//
+// Resolved incidents are kept for a stated time and number (Options): the
+// journal is compacted, rewritten as one snapshot line per incident kept,
+// on start and whenever it has doubled, so what a restart reads stays
+// bounded however long the history grows (see compact.go).
 package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,15 +40,23 @@ type Alert struct {
 }
 
 // Record is one line of the journal: a notification of one alert, the
-// profile captured for an incident when it paged, or the one captured after
-// it resolved.
+// profile captured for an incident when it paged, the one captured after
+// it resolved, or a snapshot of a whole incident, as compaction writes it.
 type Record struct {
-	Type     string            `json:"type"` // "notification", "profile" or "profile_after"
+	Type     string            `json:"type"` // "notification", "profile", "profile_after" or "incident"
 	At       time.Time         `json:"at"`
 	Receiver string            `json:"receiver,omitempty"`
 	Alert    *Alert            `json:"alert,omitempty"`
 	Incident string            `json:"incident,omitempty"`
 	Profile  *incident.Profile `json:"profile,omitempty"`
+	// Severity is a notification's alert's when it has no severity label:
+	// that of the webhook it came to (AddNotification).
+	Severity string `json:"severity,omitempty"`
+	// Snapshot is the incident as derived from the records compaction
+	// replaced, and Seen the keys (dedupKey) of its notifications, so a
+	// retry of one is still known for one.
+	Snapshot *incident.Incident `json:"snapshot,omitempty"`
+	Seen     []string           `json:"seen,omitempty"`
 }
 
 // IncidentID names the incident an alert belongs to.
@@ -49,19 +64,58 @@ func IncidentID(a *Alert) string {
 	return fmt.Sprintf("%s-%d", a.Fingerprint, a.StartsAt.Unix())
 }
 
+// severity is a notification's alert's severity: its label's, or with
+// none, its webhook's.
+func (r *Record) severity() string {
+	if sev := r.Alert.Labels["severity"]; sev != "" {
+		return sev
+	}
+	return r.Severity
+}
+
 // Store is the journal and the incidents derived from it.
 type Store struct {
-	dir       string
-	mu        sync.Mutex
-	f         journal
-	size      int64 // of the journal's complete lines
-	broken    error // a failed append that could not be cut back off
+	dir    string
+	opts   Options
+	mu     sync.Mutex
+	f      journal
+	size   int64 // of the journal's complete lines
+	base   int64 // of its snapshot lines: what the last compaction wrote
+	broken error // a failed append that could not be cut back off
+	// seen holds the keys (dedupKey) of the notifications stored.
 	seen      map[string]bool
-	incidents map[string]*incident.Incident
-	order     []string
-	skipped   int
-	cut       int64
-	profiles  *os.Root
+	incidents map[string]*entry
+	// order is every incident, the oldest first: by start, then by
+	// arrival (seq).
+	order []*entry
+	seq   uint64
+	// shares counts, per profile file, the incidents whose page-time or
+	// after profile it is: pages within one capture window share one.
+	shares  map[string]int
+	skipped int
+	cut     int64
+	opened  Compaction // what Open's compaction did, if it ran
+	// profiles is the directory of captured profiles. Names opened through
+	// it cannot leave it, by "..", an absolute path or a symbolic link,
+	// whatever a journal edited by hand says.
+	profiles *os.Root
+	// createProfile creates a file in profiles for SaveProfile, so a test
+	// can make a write fail halfway.
+	createProfile func(name string) (profileFile, error)
+}
+
+// profileFile is the part of *os.File a profile is written with.
+type profileFile interface {
+	Write([]byte) (int, error)
+	Sync() error
+	Close() error
+}
+
+// entry is an incident and what the store keeps beside it.
+type entry struct {
+	inc  incident.Incident
+	seq  uint64
+	keys []string // of its notifications, in seen
 }
 
 // journal is the part of *os.File the store writes with, so a test can make
@@ -75,12 +129,13 @@ type journal interface {
 
 const journalName = "notifications.jsonl"
 
-// Open reads dir's journal, if any, and opens it for appending.
-func Open(dir string) (*Store, error) {
+// Open reads dir's journal, if any, and opens it for appending; opts say
+// what it keeps of resolved incidents.
+func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(dir, ProfilesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	s := &Store{dir: dir, seen: map[string]bool{}, incidents: map[string]*incident.Incident{}}
+	s := &Store{dir: dir, opts: opts.withDefaults(), seen: map[string]bool{}, incidents: map[string]*entry{}, shares: map[string]int{}}
 	path := filepath.Join(dir, journalName)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
@@ -89,12 +144,24 @@ func Open(dir string) (*Store, error) {
 	// Two pagers appending to one journal would interleave their records
 	// and each cut the other's line as torn. The lock goes with the file
 	// descriptor, so kill -9 releases it.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lock(f); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("store: %s is in use by another pager: give each pager its own -data directory", path)
-		}
-		return nil, fmt.Errorf("store: locking %s: %w", path, err)
+		return nil, err
+	}
+	// A compaction replaces the journal by renaming a new file, locked
+	// before, over it: a pager that opened the old one and got its lock
+	// once the other let go holds a file no longer in the directory.
+	if fi, err := f.Stat(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	} else if now, err := os.Stat(path); err != nil || !os.SameFile(fi, now) {
+		f.Close()
+		return nil, fmt.Errorf("store: %s is in use by another pager, which replaced it: give each pager its own -data directory", path)
+	}
+	// What a compaction cut short left; the lock says none is running.
+	if err := os.Remove(filepath.Join(dir, compactingName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		f.Close()
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	b, err := io.ReadAll(f)
 	if err != nil {
@@ -133,6 +200,9 @@ func Open(dir string) (*Store, error) {
 			s.skipped++
 			continue
 		}
+		if r.Type == "incident" {
+			s.base += int64(len(line)) + 1
+		}
 		s.apply(r)
 	}
 	if err := syncDir(dir); err != nil {
@@ -143,9 +213,32 @@ func Open(dir string) (*Store, error) {
 		f.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	s.createProfile = func(name string) (profileFile, error) {
+		return s.profiles.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	}
 	s.f, s.size = f, int64(end)
+	if err := s.sweep(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.due() || len(s.expired(s.opts.Now())) > 0 {
+		s.opened = s.compact()
+	}
 	return s, nil
 }
+
+func lock(f *os.File) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("store: %s is in use by another pager: give each pager its own -data directory", f.Name())
+		}
+		return fmt.Errorf("store: locking %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// Opened reports the compaction Open ran, if it ran one (Ran).
+func (s *Store) Opened() Compaction { return s.opened }
 
 // Skipped reports journal lines that could not be read on open, a torn
 // last line included.
@@ -160,11 +253,6 @@ func (s *Store) Dir() string { return s.dir }
 // ProfilesDir is where captured profiles are kept, as "profiles/<name>"
 // relative to the data directory (incident.Profile.File).
 const ProfilesDir = "profiles"
-
-// Profiles is the directory of captured profiles. Names opened through it
-// cannot leave it, by "..", an absolute path or a symbolic link, whatever a
-// journal edited by hand says.
-func (s *Store) Profiles() *os.Root { return s.profiles }
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
@@ -193,6 +281,8 @@ func dedupKey(a *Alert) string {
 type Accepted struct {
 	Alert    Alert
 	Incident string
+	// Severity is the alert's severity label or, with none, its webhook's.
+	Severity string
 	// NewPage is true for the first firing notification of a page.
 	NewPage bool
 	// PageResolved is true for the first resolved notification of a page
@@ -203,13 +293,18 @@ type Accepted struct {
 // AddNotification appends the payload's new alerts and fsyncs them before
 // it returns; alerts seen before (Alertmanager's retries and repeats, same
 // fingerprint, status and start) are dropped. It returns the new ones.
-func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) ([]Accepted, error) {
+// endpoint is the webhook the payload came to, "page" or "ticket": the
+// severity of an alert without a severity label, since Alertmanager's
+// route sent it there as one.
+func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now time.Time) ([]Accepted, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var buf bytes.Buffer
 	var added []Record
 	var out []Accepted
-	batch, batchResolved := map[string]bool{}, map[string]bool{}
+	// batchPaged and batchResolved are the incidents this notification
+	// pages and resolves: a page may fire and resolve within one.
+	batch, batchPaged, batchResolved := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i := range alerts {
 		a := alerts[i]
 		key := dedupKey(&a)
@@ -218,20 +313,25 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 		}
 		batch[key] = true
 		r := Record{Type: "notification", At: now, Receiver: receiver, Alert: &a}
+		if a.Labels["severity"] == "" {
+			r.Severity = endpoint
+		}
+		severity := r.severity()
 		line, err := json.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		buf.Write(append(line, '\n'))
 		added = append(added, r)
-		inc, known := s.incidents[IncidentID(&a)]
-		page := a.Labels["severity"] == "page"
-		out = append(out, Accepted{Alert: a, Incident: IncidentID(&a),
-			NewPage:      a.Status == "firing" && page && !known,
-			PageResolved: a.Status == "resolved" && page && known && inc.Status != "resolved" && !batchResolved[IncidentID(&a)]})
-		if a.Status == "resolved" {
-			batchResolved[IncidentID(&a)] = true
-		}
+		id := IncidentID(&a)
+		e, known := s.incidents[id]
+		page := severity == "page"
+		acc := Accepted{Alert: a, Incident: id, Severity: severity,
+			NewPage:      a.Status == "firing" && page && !known && !batchPaged[id],
+			PageResolved: a.Status == "resolved" && page && (known && e.inc.Status != "resolved" || batchPaged[id]) && !batchResolved[id]}
+		out = append(out, acc)
+		batchPaged[id] = batchPaged[id] || acc.NewPage
+		batchResolved[id] = batchResolved[id] || a.Status == "resolved"
 	}
 	if len(added) == 0 {
 		return nil, nil
@@ -242,6 +342,7 @@ func (s *Store) AddNotification(receiver string, alerts []Alert, now time.Time) 
 	for _, r := range added {
 		s.apply(r)
 	}
+	s.compactIfDue()
 	return out, nil
 }
 
@@ -267,6 +368,7 @@ func (s *Store) addProfile(typ, id string, p incident.Profile, now time.Time) er
 		return err
 	}
 	s.apply(r)
+	s.compactIfDue()
 	return nil
 }
 
@@ -307,18 +409,21 @@ func (s *Store) apply(r Record) {
 		if a == nil {
 			return
 		}
-		s.seen[dedupKey(a)] = true
+		key := dedupKey(a)
 		id := IncidentID(a)
-		inc := s.incidents[id]
-		if inc == nil {
-			inc = &incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: a.Labels["severity"],
-				StartsAt: a.StartsAt, Labels: a.Labels}
+		e := s.incidents[id]
+		if e == nil {
+			e = s.add(incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: r.severity(),
+				StartsAt: a.StartsAt, Labels: a.Labels})
 			if a.Status == "firing" {
-				inc.BurnRate = a.Annotations["burn_rate"]
+				e.inc.BurnRate = a.Annotations["burn_rate"]
 			}
-			s.incidents[id] = inc
-			s.order = append(s.order, id)
 		}
+		if !s.seen[key] {
+			s.seen[key] = true
+			e.keys = append(e.keys, key)
+		}
+		inc := &e.inc
 		inc.Annotations = a.Annotations
 		inc.Status = a.Status
 		kind := incident.Firing
@@ -329,53 +434,143 @@ func (s *Store) apply(r Record) {
 		}
 		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, Kind: kind, Receiver: r.Receiver, BurnRate: a.Annotations["burn_rate"]})
 	case "profile", "profile_after":
-		inc := s.incidents[r.Incident]
-		if inc == nil || r.Profile == nil {
+		e := s.incidents[r.Incident]
+		if e == nil || r.Profile == nil {
 			return
 		}
+		inc := &e.inc
 		p := *r.Profile
 		if p.TakenAt.IsZero() {
 			p.TakenAt = r.At
 		}
 		ev := incident.Event{At: r.At, Kind: incident.ProfileTaken, Error: p.Error}
+		slot := &inc.Profile
 		if r.Type == "profile_after" {
-			inc.After, ev.Kind = &p, incident.ProfileAfter
-		} else {
-			inc.Profile = &p
+			slot, ev.Kind = &inc.After, incident.ProfileAfter
 		}
+		if old := *slot; old != nil {
+			s.share(old.File, -1)
+		}
+		*slot = &p
+		s.share(p.File, 1)
 		if p.Error == "" && len(p.Top) > 0 {
 			ev.Top = &p.Top[0]
 		}
 		inc.Timeline = append(inc.Timeline, ev)
+	case "incident":
+		if r.Snapshot == nil || r.Snapshot.ID == "" || s.incidents[r.Snapshot.ID] != nil {
+			return
+		}
+		e := s.add(*r.Snapshot)
+		for _, key := range r.Seen {
+			if !s.seen[key] {
+				s.seen[key] = true
+				e.keys = append(e.keys, key)
+			}
+		}
+		for _, p := range []*incident.Profile{e.inc.Profile, e.inc.After} {
+			if p != nil {
+				s.share(p.File, 1)
+			}
+		}
 	}
 }
 
-// Incidents returns copies of all incidents, newest first.
-func (s *Store) Incidents() []incident.Incident {
+// add makes inc an incident of the store, in its place in order.
+func (s *Store) add(inc incident.Incident) *entry {
+	s.seq++
+	e := &entry{inc: inc, seq: s.seq}
+	s.incidents[inc.ID] = e
+	i, _ := slices.BinarySearchFunc(s.order, e, func(a, b *entry) int {
+		if c := a.inc.StartsAt.Compare(b.inc.StartsAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	s.order = slices.Insert(s.order, i, e)
+	return e
+}
+
+// share counts one incident more (n 1) or fewer (-1) using a profile file.
+func (s *Store) share(file string, n int) {
+	if file == "" {
+		return
+	}
+	if s.shares[file] += n; s.shares[file] <= 0 {
+		delete(s.shares, file)
+	}
+}
+
+// Shares is how many incidents use the profile file: as their page-time
+// profile or the one after the resolve.
+func (s *Store) Shares(file string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]incident.Incident, 0, len(s.order))
-	for _, id := range slices.Backward(s.order) {
-		inc := *s.incidents[id]
-		inc.Timeline = slices.Clone(inc.Timeline)
-		out = append(out, inc)
-	}
-	slices.SortStableFunc(out, func(a, b incident.Incident) int { return b.StartsAt.Compare(a.StartsAt) })
-	return out
+	return s.shares[file]
 }
 
 // Incident returns one incident by id.
 func (s *Store) Incident(id string) (incident.Incident, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	inc, ok := s.incidents[id]
+	e, ok := s.incidents[id]
 	if !ok {
 		return incident.Incident{}, false
 	}
-	c := *inc
-	c.Timeline = slices.Clone(inc.Timeline)
-	return c, true
+	return e.copy(), true
 }
+
+// copy is the incident for a caller: its timeline is its own.
+func (e *entry) copy() incident.Incident {
+	c := e.inc
+	c.Timeline = slices.Clone(e.inc.Timeline)
+	return c
+}
+
+// SaveProfile writes a captured profile durably as name in the profiles
+// directory, before the journal names it: to a temporary file beside it
+// (tempProfile), fsynced, then renamed over name and the directory
+// fsynced. A full disk or a crash midway leaves no cut-off profile under
+// name, only the temporary file, which is removed at once or, after a
+// crash, by the next Open.
+func (s *Store) SaveProfile(name string, b []byte) error {
+	if !filepath.IsLocal(name) || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("store: profile name %q is not a file name", name)
+	}
+	tmp := tempProfile(name)
+	f, err := s.createProfile(tmp)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.profiles.Rename(tmp, name)
+	}
+	if err != nil {
+		if rerr := s.profiles.Remove(tmp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+		return fmt.Errorf("store: writing profile %s: %w", name, err)
+	}
+	d, err := s.profiles.Open(".")
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("store: sync %s: %w", ProfilesDir, err)
+	}
+	return nil
+}
+
+// tempProfile is the name a profile is written under before it is whole.
+func tempProfile(name string) string { return "." + name + ".tmp" }
 
 // OpenProfile opens an incident's profile file, which comes from the
 // journal read back from disk: only a regular file inside the profiles

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -91,16 +92,37 @@ type page struct {
 
 type indexPage struct {
 	page
-	Incidents []incident.Incident
-	Firing    int
+	store.Page
+	Filter   store.Filter
+	Filtered bool
+	// Newer and Older are the links to the pages beside this one, "" at
+	// either end; JSON is this page in the API.
+	Newer, Older, JSON string
 }
 
+// index is one page of the incidents, newest first, with the filters of
+// the query (store.ParseQuery): store.PageSize a page, so the answer stays
+// the same size however long the history.
 func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
-	p := indexPage{page: page{Title: "Incidents — burnlab pager"}, Incidents: h.cfg.Store.Incidents()}
-	for _, inc := range p.Incidents {
-		if inc.Status == "firing" {
-			p.Firing++
-		}
+	f, number, err := store.ParseQuery(r.URL.Query())
+	if err != nil {
+		h.renderError(w, http.StatusBadRequest, "Bad query: "+err.Error()+".")
+		return
+	}
+	p := indexPage{page: page{Title: "Incidents — burnlab pager"}, Page: h.cfg.Store.List(f, number, store.PageSize), Filter: f, Filtered: f != store.Filter{}}
+	if p.Number > p.Pages {
+		h.renderError(w, http.StatusBadRequest, fmt.Sprintf("Bad query: page %d is past the last, %d.", p.Number, p.Pages))
+		return
+	}
+	link := func(path string, n int) string {
+		return (&url.URL{Path: path, RawQuery: f.Values(n).Encode()}).String()
+	}
+	p.JSON = link("/api/incidents", p.Number)
+	if p.Number > 1 {
+		p.Newer = link("/", p.Number-1)
+	}
+	if p.Number < p.Pages {
+		p.Older = link("/", p.Number+1)
 	}
 	if p.Firing > 0 {
 		p.Refresh = int(h.cfg.Refresh.Seconds())
@@ -116,6 +138,10 @@ type incidentPage struct {
 	// peek links.
 	Top      string
 	HasGraph bool
+	// Shared and AfterShared count the incidents that use the page-time
+	// and the after profile's file, this one included: pages close
+	// together share one fetch from the gateway.
+	Shared, AfterShared int
 }
 
 type kv struct{ Key, Value string }
@@ -137,8 +163,14 @@ func (h *Handler) incident(w http.ResponseWriter, r *http.Request) {
 	}
 	p := incidentPage{page: page{Title: inc.AlertName + " — burnlab pager"}, Incident: inc,
 		Labels: sorted(inc.Labels), Annotations: sorted(inc.Annotations), HasGraph: h.hasGraph}
-	if inc.Profile != nil && len(inc.Profile.Top) > 0 {
-		p.Top = inc.Profile.Top[0].Function
+	if inc.Profile != nil {
+		if len(inc.Profile.Top) > 0 {
+			p.Top = inc.Profile.Top[0].Function
+		}
+		p.Shared = h.cfg.Store.Shares(inc.Profile.File)
+	}
+	if inc.After != nil {
+		p.AfterShared = h.cfg.Store.Shares(inc.After.File)
 	}
 	// While it fires, the resolve and the second profile are still to come.
 	if inc.Status == "firing" || (inc.Status == "resolved" && inc.Profile != nil && inc.Profile.File != "" && inc.After == nil) {
@@ -152,27 +184,15 @@ func (h *Handler) incident(w http.ResponseWriter, r *http.Request) {
 // that SLO's newest page (or, with none, its newest incident).
 func (h *Handler) slo(w http.ResponseWriter, r *http.Request) {
 	slo := r.PathValue("slo")
-	var newest, newestPage *incident.Incident
-	incs := h.cfg.Store.Incidents() // newest first
-	for i := range incs {
-		if incs[i].SLO != slo {
-			continue
-		}
-		if newest == nil {
-			newest = &incs[i]
-		}
-		if newestPage == nil && incs[i].Severity == "page" {
-			newestPage = &incs[i]
-		}
+	newest := h.cfg.Store.List(store.Filter{SLO: slo, Severity: "page"}, 1, 1)
+	if newest.Total == 0 {
+		newest = h.cfg.Store.List(store.Filter{SLO: slo}, 1, 1)
 	}
-	if newestPage != nil {
-		newest = newestPage
-	}
-	if newest == nil {
+	if newest.Total == 0 {
 		h.notFound(w, "No incident of SLO "+slo+" yet.")
 		return
 	}
-	http.Redirect(w, r, "/incidents/"+newest.ID, http.StatusFound)
+	http.Redirect(w, r, "/incidents/"+newest.Incidents[0].ID, http.StatusFound)
 }
 
 // pprof serves pprof's web UI for an incident: its page-time profile, or

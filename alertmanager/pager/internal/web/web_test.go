@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -53,7 +55,7 @@ type ui struct {
 
 func newUI(t *testing.T, maxViews int) *ui {
 	t.Helper()
-	st, err := store.Open(t.TempDir())
+	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func (u *ui) page(fp string, start time.Time, labels map[string]string) string {
 	}
 	a := store.Alert{Status: "firing", Labels: l, Annotations: map[string]string{"burn_rate": "9.9x", "summary": "burning <b>fast</b>"},
 		StartsAt: start, Fingerprint: fp}
-	acc, err := u.st.AddNotification("pager-page", []store.Alert{a}, start)
+	acc, err := u.st.AddNotification("pager-page", "page", []store.Alert{a}, start)
 	if err != nil || len(acc) != 1 {
 		u.t.Fatalf("%v %v", acc, err)
 	}
@@ -86,7 +88,7 @@ func (u *ui) resolve(id, fp string, start time.Time) {
 	u.t.Helper()
 	inc, _ := u.st.Incident(id)
 	a := store.Alert{Status: "resolved", Labels: inc.Labels, Annotations: inc.Annotations, StartsAt: start, EndsAt: start.Add(3 * time.Minute), Fingerprint: fp}
-	if _, err := u.st.AddNotification("pager-page", []store.Alert{a}, start.Add(3*time.Minute)); err != nil {
+	if _, err := u.st.AddNotification("pager-page", "page", []store.Alert{a}, start.Add(3*time.Minute)); err != nil {
 		u.t.Fatal(err)
 	}
 }
@@ -95,12 +97,9 @@ func (u *ui) resolve(id, fp string, start time.Time) {
 // way the webhook does.
 func (u *ui) profile(id, name string, raw []byte, after bool) {
 	u.t.Helper()
-	f, err := u.st.Profiles().Create(name)
-	if err != nil {
+	if err := u.st.SaveProfile(name, raw); err != nil {
 		u.t.Fatal(err)
 	}
-	f.Write(raw)
-	f.Close()
 	prof, err := pproftop.Parse(bytes.NewReader(raw))
 	if err != nil {
 		u.t.Fatal(err)
@@ -317,7 +316,7 @@ func TestAMissingProfileFileIsAnErrorPage(t *testing.T) {
 	u := newUI(t, 0)
 	id := u.page(fp1, time.Now(), nil)
 	u.profile(id, "gone.pb.gz", heapProfile(t), false)
-	if err := u.st.Profiles().Remove("gone.pb.gz"); err != nil {
+	if err := os.Remove(filepath.Join(u.st.Dir(), store.ProfilesDir, "gone.pb.gz")); err != nil {
 		t.Fatal(err)
 	}
 	u.get("/incidents/"+id+"/pprof/top", 500)
@@ -338,5 +337,90 @@ func TestSLOLinkLeadsToTheNewestPage(t *testing.T) {
 	status, hdr, _ := u.do(http.MethodGet, "/slo/stream-latency")
 	if status != http.StatusFound || hdr.Get("Location") != "/incidents/"+newest {
 		t.Fatalf("%d to %q, want /incidents/%s", status, hdr.Get("Location"), newest)
+	}
+}
+
+// Pages within one capture window share one profile file; each of their
+// pages says so.
+func TestASharedProfileSaysWithHowMany(t *testing.T) {
+	u := newUI(t, 0)
+	start := time.Now().Add(-time.Minute).Truncate(time.Second)
+	raw := heapProfile(t)
+	a, b, c := u.page(fp1, start, nil), u.page(fp2, start, nil), u.page(fp3, start, nil)
+	u.profile(a, "shared.pb.gz", raw, false)
+	u.profile(b, "shared.pb.gz", raw, false)
+	u.profile(c, "own.pb.gz", raw, false)
+	for _, id := range []string{a, b} {
+		if page := u.get("/incidents/"+id, 200); !strings.Contains(page, "Profile shared with 2 incidents") {
+			t.Errorf("incident %s shares its profile, its page does not say so:\n%s", id, page)
+		}
+	}
+	if page := u.get("/incidents/"+c, 200); strings.Contains(page, "shared with") {
+		t.Errorf("incident %s has a profile of its own, its page says shared", c)
+	}
+}
+
+// The list is pages of store.PageSize incidents, newest first, with
+// filters: a page's size does not grow with the history, bad queries are a
+// 400 saying why, and the links carry the filters on.
+func TestIndexIsPagedAndFiltered(t *testing.T) {
+	u := newUI(t, 0)
+	t0 := time.Now().Add(-24 * time.Hour).Truncate(time.Second)
+	add := func(from, to int) {
+		for i := from; i < to; i++ {
+			labels := map[string]string{}
+			if i%4 == 0 {
+				labels["sloth_slo"] = "ttft"
+			}
+			fp := fmt.Sprintf("%016x", i)
+			id := u.page(fp, t0.Add(time.Duration(i)*time.Second), labels)
+			if i%2 == 0 {
+				u.resolve(id, fp, t0.Add(time.Duration(i)*time.Second))
+			}
+		}
+	}
+	rows := regexp.MustCompile(`<tr class="incident" id="incident-([0-9a-f]+)-`)
+	add(0, 120)
+	first := u.get("/", 200)
+	if m := rows.FindAllStringSubmatch(first, -1); len(m) != store.PageSize || m[0][1] != fmt.Sprintf("%016x", 119) {
+		t.Fatalf("first page: %d rows, want %d from the newest", len(m), store.PageSize)
+	}
+	if !strings.Contains(first, "page 1 of 3") || !strings.Contains(first, `href="/?page=2"`) || strings.Contains(first, `id="newer"`) {
+		t.Errorf("first page's paging:\n%s", first)
+	}
+	last := u.get("/?page=3", 200)
+	if m := rows.FindAllStringSubmatch(last, -1); len(m) != 20 || m[19][1] != fmt.Sprintf("%016x", 0) || !strings.Contains(last, `href="/?page=2"`) {
+		t.Errorf("last page: %d rows", len(m))
+	}
+	add(120, 1200)
+	if again := u.get("/", 200); len(again) > len(first)+len(first)/10 {
+		t.Errorf("GET / is %d bytes with 1,200 incidents, %d with 120", len(again), len(first))
+	}
+
+	firing := u.get("/?status=firing&slo=stream-latency", 200)
+	m := rows.FindAllStringSubmatch(firing, -1)
+	if len(m) != store.PageSize || !strings.Contains(firing, "600 incidents match") || !strings.Contains(firing, `href="/?page=2&amp;slo=stream-latency&amp;status=firing"`) {
+		t.Errorf("firing stream-latency: %d rows:\n%.3000s", len(m), firing)
+	}
+	for _, r := range m {
+		var i int
+		fmt.Sscanf(r[1], "%x", &i)
+		if i%2 == 0 {
+			t.Errorf("incident %d is not a firing stream-latency one", i)
+		}
+	}
+	if none := u.get("/?severity=ticket", 200); !strings.Contains(none, "No incident matches") {
+		t.Errorf("no ticket, yet:\n%s", none)
+	}
+	for q, want := range map[string]string{
+		"page=25":       "past the last, 24",
+		"page=0":        "from 1",
+		"page=x":        "whole number",
+		"status=asleep": "firing or resolved",
+		"page=1&page=1": "once",
+	} {
+		if body := u.get("/?"+q, 400); !strings.Contains(body, want) {
+			t.Errorf("?%s: want a 400 saying %q:\n%s", q, want, body)
+		}
 	}
 }

@@ -115,7 +115,7 @@ func FuzzWebhookPayload(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		base := fuzzDir(t)
 		data := filepath.Join(base, "a", "b", "data")
-		st, err := store.Open(data)
+		st, err := store.Open(data, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func FuzzWebhookPayload(f *testing.F) {
 			if !decoded || len(p.Alerts) == 0 {
 				t.Fatalf("%d for a body that is not a payload with alerts", status)
 			}
-			re, err := store.Open(data)
+			re, err := store.Open(data, store.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +166,7 @@ func FuzzWebhookPayload(f *testing.F) {
 					t.Fatalf("alert %d acknowledged and not there after a restart", i)
 				}
 			}
-			if again, err := re.AddNotification("pager-page", p.Alerts, p.Alerts[0].StartsAt); err != nil || len(again) != 0 {
+			if again, err := re.AddNotification("pager-page", "page", p.Alerts, p.Alerts[0].StartsAt); err != nil || len(again) != 0 {
 				t.Fatalf("after a restart the acknowledged alerts are news again: %d, %v", len(again), err)
 			}
 		}

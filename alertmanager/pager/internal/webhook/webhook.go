@@ -3,7 +3,8 @@
 // in one log line per alert, and on a new page captures the gateway's heap
 // profile so the page arrives with the answer; once the page resolves it
 // captures a second one from the same source, the "after" of a before/after
-// comparison.
+// comparison. Pages and resolves close together share one fetch (see
+// shot), so an alert storm does not load the gateway it diagnoses.
 package webhook
 
 import (
@@ -15,8 +16,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,7 +40,32 @@ type payload struct {
 	Status   string        `json:"status"`
 	Receiver string        `json:"receiver"`
 	Alerts   []store.Alert `json:"alerts"`
+	// TruncatedAlerts is how many alerts of the group Alertmanager left
+	// out, past its webhook's max_alerts: they never reach the pager.
+	TruncatedAlerts uint64 `json:"truncatedAlerts"`
 }
+
+// DefaultMaxBody is the largest payload the pager takes, 32 MiB.
+// Alertmanager sends a group whole, and does not retry a 4xx, so a group
+// refused as too large would be lost; the limit is stated instead, and
+// alertmanager.yml's max_alerts (4,000) keeps every group under it with
+// room to spare: 8 KiB an alert, four times what one of this repo's Sloth
+// alerts weighs (about 2 KiB, most of it the rule's expression in the
+// generator URL). Past it the pager answers 503, which Alertmanager
+// retries and counts as failed.
+const DefaultMaxBody = 32 << 20
+
+// DefaultProfileWindow is the pager's window of one profile fetch: an alert
+// storm of 2,000 pages in 20 s made 2,000 fetches of the gateway's heap
+// profile, 8.5 s of its CPU, and one of its probe streams missed the
+// 600 ms SLO. The profile counts allocations since the gateway's process
+// started, so one taken a minute before a page tells the same story.
+const DefaultProfileWindow = time.Minute
+
+// DefaultMaxFetches bounds the profile fetches in flight: with a window
+// there is rarely more than one, without one (a window of 0) captures wait
+// for a turn rather than pile onto the gateway.
+const DefaultMaxFetches = 2
 
 // Config is what a Handler needs.
 type Config struct {
@@ -50,8 +78,17 @@ type Config struct {
 	// profile capture.
 	ProfileURL     string
 	ProfileTimeout time.Duration
-	Client         *http.Client
-	MaxBody        int64
+	// ProfileWindow is how long one fetch of the profile serves (see
+	// shot): every capture asked for within it shares that profile, and no
+	// second fetch starts within it. 0 fetches for each capture;
+	// DefaultProfileWindow is the pager's default.
+	ProfileWindow time.Duration
+	// MaxFetches bounds the profile fetches in flight at once; default
+	// DefaultMaxFetches.
+	MaxFetches int
+	Client     *http.Client
+	// MaxBody is the largest payload taken; default DefaultMaxBody.
+	MaxBody int64
 	// ExternalURL is the pager's base URL as a person's browser reaches it
 	// (no trailing slash); with it the API and the log lines carry each
 	// incident's page.
@@ -64,24 +101,68 @@ type Handler struct {
 	mux           *http.ServeMux
 	notifications *prometheus.CounterVec
 	duplicates    prometheus.Counter
+	truncated     prometheus.Counter
 	profiles      *prometheus.CounterVec
+	fetches       *prometheus.CounterVec
 	captures      sync.WaitGroup
-	captureCtx    context.Context
-	stopCaptures  context.CancelFunc
+	// captureCtx ends the fetches in flight and those waiting for a turn;
+	// waits ends the waits of shots for their window.
+	captureCtx   context.Context
+	stopCaptures context.CancelFunc
+	waits        context.Context
+	stopWaits    context.CancelFunc
+	clock        clock
+	// fetching holds a token per fetch in flight (MaxFetches).
+	fetching chan struct{}
+	// mu guards pageCaptures and last.
+	mu sync.Mutex
 	// pageCaptures holds, per incident, a channel closed when its page-time
 	// capture ends: a resolve arriving meanwhile waits for it, so the
 	// after profile is never taken before the one it is compared with.
-	mu           sync.Mutex
 	pageCaptures map[string]chan struct{}
+	// last is the newest shot, started or waiting for its window.
+	last *shot
+	// ordering is held while a notification is stored and its captures
+	// registered (register).
+	ordering sync.Mutex
+	// stored, when set (by a test), is called with each notification's
+	// new alerts once they are stored, before they are announced.
+	stored func([]store.Accepted)
+}
+
+// clock is the time the captures' windows are measured in; a test's is a
+// fake one it moves on.
+type clock interface {
+	Now() time.Time
+	// Sleep waits d (more than 0), or until ctx ends.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // New registers the pager's metrics on reg and returns its Handler.
 func New(cfg Config, reg prometheus.Registerer) *Handler {
 	if cfg.MaxBody == 0 {
-		cfg.MaxBody = 1 << 20
+		cfg.MaxBody = DefaultMaxBody
 	}
 	if cfg.ProfileTimeout == 0 {
 		cfg.ProfileTimeout = 30 * time.Second
+	}
+	if cfg.MaxFetches <= 0 {
+		cfg.MaxFetches = DefaultMaxFetches
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
@@ -91,23 +172,35 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 		cfg:          cfg,
 		mux:          http.NewServeMux(),
 		pageCaptures: map[string]chan struct{}{},
+		clock:        realClock{},
+		fetching:     make(chan struct{}, cfg.MaxFetches),
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pager_notifications_total", Help: "Alert notifications accepted (retries excluded), by severity (page, ticket or other) and status.",
 		}, []string{"severity", "status"}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pager_duplicate_notifications_total", Help: "Alert notifications dropped as repeats of ones already stored.",
 		}),
+		truncated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pager_truncated_alerts_total", Help: "Alerts Alertmanager left out of notifications past its webhook's max_alerts (truncatedAlerts): never received.",
+		}),
 		profiles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pager_profiles_total", Help: "Heap profiles captured, by when (page, or after the page resolved) and result.",
+			Name: "pager_profiles_total", Help: "Heap profiles recorded on incidents, by when (page, or after the page resolved) and result; incidents within one window share a fetch.",
 		}, []string{"when", "result"}),
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pager_profile_fetches_total", Help: "Heap profiles fetched from -profile-url, by result: at most one per -profile-window.",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(h.notifications, h.duplicates, h.profiles)
+	reg.MustRegister(h.notifications, h.duplicates, h.truncated, h.profiles, h.fetches)
+	for _, r := range []string{"ok", "error"} {
+		h.fetches.WithLabelValues(r)
+	}
 	for _, sev := range []string{"page", "ticket", "other"} {
 		for _, st := range []string{"firing", "resolved"} {
 			h.notifications.WithLabelValues(sev, st)
 		}
 	}
 	h.captureCtx, h.stopCaptures = context.WithCancel(context.Background())
+	h.waits, h.stopWaits = context.WithCancel(context.Background())
 	h.mux.HandleFunc("/webhook/page", h.webhook("page"))
 	h.mux.HandleFunc("/webhook/ticket", h.webhook("ticket"))
 	h.mux.HandleFunc("GET /api/incidents", h.listIncidents)
@@ -118,9 +211,11 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// Close waits for profile captures in progress, cancelling them after the
-// context ends.
+// Close waits for profile fetches in progress or waiting for a turn,
+// cancelling them after the context ends; a shot still waiting for its
+// window is called off at once, and the captures it serves record that.
 func (h *Handler) Close(ctx context.Context) {
+	h.stopWaits()
 	done := make(chan struct{})
 	go func() { h.captures.Wait(); close(done) }()
 	select {
@@ -161,7 +256,11 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("payload over %d bytes", tooBig.Limit))
+				// Not a 413: the payload may well be valid, and
+				// Alertmanager would drop the whole group for good.
+				h.cfg.Log.Error().Int64("limit_bytes", tooBig.Limit).Str("endpoint", kind).
+					Msg("payload over the pager's limit refused with 503: lower max_alerts in alertmanager.yml")
+				fail(w, http.StatusServiceUnavailable, fmt.Sprintf("payload over %d bytes, the pager's limit: lower the webhook's max_alerts in alertmanager.yml", tooBig.Limit))
 				return
 			}
 			fail(w, http.StatusBadRequest, "reading payload: "+err.Error())
@@ -180,7 +279,16 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 		if receiver == "" {
 			receiver = kind
 		}
-		accepted, err := h.cfg.Store.AddNotification(receiver, p.Alerts, time.Now())
+		// Stored and its captures registered in one step: a resolve
+		// stored after its page finds the page's capture to wait for,
+		// however the two requests run.
+		h.ordering.Lock()
+		accepted, err := h.cfg.Store.AddNotification(receiver, kind, p.Alerts, time.Now())
+		var captures []capture
+		if err == nil {
+			captures = h.register(accepted)
+		}
+		h.ordering.Unlock()
 		if err != nil {
 			// Not stored, so not acknowledged: Alertmanager retries.
 			h.cfg.Log.Error().Err(err).Msg("could not store notification")
@@ -188,8 +296,16 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 			return
 		}
 		h.duplicates.Add(float64(len(p.Alerts) - len(accepted)))
-		for _, a := range accepted {
-			h.announce(kind, a)
+		if p.TruncatedAlerts > 0 {
+			h.truncated.Add(float64(p.TruncatedAlerts))
+			h.cfg.Log.Warn().Uint64("truncated_alerts", p.TruncatedAlerts).Int("alerts", len(p.Alerts)).Str("group", p.GroupKey).
+				Msg("Alertmanager left alerts of this group out (max_alerts): they are not here")
+		}
+		if h.stored != nil {
+			h.stored(accepted)
+		}
+		for i, a := range accepted {
+			h.announce(a, captures[i])
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]int{"accepted": len(accepted), "duplicates": len(p.Alerts) - len(accepted)})
@@ -265,12 +381,47 @@ func severityLabel(severity string) string {
 	return "other"
 }
 
-// announce is the on-call's line: PAGE, TICKET or RESOLVED.
-func (h *Handler) announce(kind string, a store.Accepted) {
-	severity := a.Alert.Labels["severity"]
-	if severity == "" {
-		severity = kind
+// capture is what an alert of a notification starts: the page-time
+// capture of a new page (shot, and done, closed once it is recorded), or,
+// for its resolve, the one after (after, and pending, the page-time
+// capture it waits for, if that is still running).
+type capture struct {
+	shot    *shot
+	done    chan struct{}
+	after   bool
+	pending chan struct{}
+}
+
+// register decides the captures of a notification's new alerts; the
+// caller holds h.ordering, from storing the notification on. A resolve
+// whose page's capture was not registered yet would find none to wait for
+// and, the page having no profile yet, take none after.
+func (h *Handler) register(accepted []store.Accepted) []capture {
+	out := make([]capture, len(accepted))
+	if h.cfg.ProfileURL == "" {
+		return out
 	}
+	for i, a := range accepted {
+		if a.NewPage {
+			// Joined here, in the order the pages arrived.
+			out[i].shot, out[i].done = h.join(a, "page", h.clock.Now()), make(chan struct{})
+			h.mu.Lock()
+			h.pageCaptures[a.Incident] = out[i].done
+			h.mu.Unlock()
+		}
+		if a.PageResolved {
+			h.mu.Lock()
+			out[i].after, out[i].pending = true, h.pageCaptures[a.Incident]
+			h.mu.Unlock()
+		}
+	}
+	return out
+}
+
+// announce is the on-call's line: PAGE, TICKET or RESOLVED; then it starts
+// the alert's capture.
+func (h *Handler) announce(a store.Accepted, c capture) {
+	severity := a.Severity
 	h.notifications.WithLabelValues(severityLabel(severity), a.Alert.Status).Inc()
 	msg := strings.ToUpper(severity)
 	level := zerolog.WarnLevel
@@ -287,32 +438,22 @@ func (h *Handler) announce(kind string, a store.Accepted) {
 		Str("summary", a.Alert.Annotations["summary"]).
 		Str("url", h.IncidentURL(a.Incident)).
 		Msg(msg)
-	if h.cfg.ProfileURL == "" {
-		return
-	}
-	if a.NewPage {
-		done := make(chan struct{})
-		h.mu.Lock()
-		h.pageCaptures[a.Incident] = done
-		h.mu.Unlock()
+	if c.shot != nil {
 		h.captures.Go(func() {
 			defer func() {
 				h.mu.Lock()
 				delete(h.pageCaptures, a.Incident)
 				h.mu.Unlock()
-				close(done)
+				close(c.done)
 			}()
-			h.capture(a)
+			h.record(a, "page", c.shot)
 		})
 	}
-	if a.PageResolved {
-		h.mu.Lock()
-		pending := h.pageCaptures[a.Incident]
-		h.mu.Unlock()
+	if c.after {
 		h.captures.Go(func() {
-			if pending != nil {
+			if c.pending != nil {
 				select {
-				case <-pending:
+				case <-c.pending:
 				case <-h.captureCtx.Done():
 					return
 				}
@@ -322,29 +463,104 @@ func (h *Handler) announce(kind string, a store.Accepted) {
 	}
 }
 
-// capture fetches the gateway's heap profile for a new page and records
-// it, or the failure, on the incident. It runs beside the webhook: a slow
-// or dead gateway never delays the page.
-func (h *Handler) capture(a store.Accepted) {
-	id := a.Incident
+// A shot is one fetch of the gateway's heap profile, shared by every
+// capture it serves. A capture asked for at time t is served by the newest
+// shot if that starts no earlier than t, or, for a page-time profile, no
+// earlier than one window before t: allocations counted since the
+// gateway's process started change little within a window. A profile after
+// a resolve must be taken after it, so it never takes an older shot.
+// Otherwise a new shot is made; it starts at t, or, within the window of the
+// newest, once that window ends. So at most one fetch starts per window,
+// however many pages and resolves arrive, and a storm's captures cost the
+// gateway one profile each window.
+type shot struct {
+	at   time.Time // when its fetch starts
+	name string    // its file, named after the capture that made it
+	kind string    // "page" or "after": that capture's
+	done chan struct{}
+	p    incident.Profile // set before done is closed
+}
+
+// join returns the shot that serves a capture for a at now, making one if
+// none does.
+func (h *Handler) join(a store.Accepted, kind string, now time.Time) *shot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	window := h.cfg.ProfileWindow
+	if l := h.last; l != nil && (!l.at.Before(now) || kind == "page" && now.Sub(l.at) < window) {
+		return l
+	}
+	s := &shot{at: now, kind: kind, done: make(chan struct{})}
+	if l := h.last; l != nil && now.Sub(l.at) < window {
+		s.at = l.at.Add(window)
+	}
+	suffix := ""
+	if kind == "after" {
+		suffix = "-after"
+	}
+	name, err := profileName(a.Alert, suffix)
+	if err != nil {
+		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
+		close(s.done)
+		return s
+	}
+	s.name, h.last = name, s
+	h.captures.Go(func() { h.take(s, a.Incident) })
+	return s
+}
+
+// take waits for the shot's start and a free fetch, and fetches.
+func (h *Handler) take(s *shot, by string) {
+	defer close(s.done)
+	if wait := s.at.Sub(h.clock.Now()); wait > 0 && h.clock.Sleep(h.waits, wait) != nil {
+		s.p = incident.Profile{Error: "the pager stopped before the capture's window came", TakenAt: time.Now()}
+		return
+	}
+	select {
+	case h.fetching <- struct{}{}:
+		defer func() { <-h.fetching }()
+	case <-h.captureCtx.Done():
+		s.p = incident.Profile{Error: "the pager stopped before the capture's turn came", TakenAt: time.Now()}
+		return
+	}
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
 	defer cancel()
-	p, err := h.fetch(ctx, a.Alert, "")
-	result := "ok"
+	p, err := h.fetch(ctx, s.name)
 	if err != nil {
-		result = "error"
-		p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
-		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("profile capture failed")
-	} else {
-		ev := h.cfg.Log.Warn().Str("incident", id).Int64("total_bytes", p.Total)
-		for i, e := range p.Top[:min(3, len(p.Top))] {
-			ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
-		}
-		ev.Msg("PROFILE top alloc_space at page time")
+		h.fetches.WithLabelValues("error").Inc()
+		h.cfg.Log.Error().Err(err).Str("incident", by).Str("when", s.kind).Msg("profile capture failed")
+		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
+		return
 	}
-	h.profiles.WithLabelValues("page", result).Inc()
-	if err := h.cfg.Store.AddProfile(id, p, time.Now()); err != nil {
-		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("could not store profile record")
+	h.fetches.WithLabelValues("ok").Inc()
+	msg, ev := "PROFILE top alloc_space at page time", h.cfg.Log.Warn()
+	if s.kind == "after" {
+		msg, ev = "PROFILE top alloc_space after resolve", h.cfg.Log.Info()
+	}
+	ev = ev.Str("incident", by).Int64("total_bytes", p.Total).Str("file", p.File)
+	for i, e := range p.Top[:min(3, len(p.Top))] {
+		ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
+	}
+	ev.Msg(msg)
+	s.p = p
+}
+
+// record waits for the shot and records its profile on a's incident: at
+// page time (kind "page") or after the resolve ("after"). It runs beside
+// the webhook: a slow or dead gateway never delays the page.
+func (h *Handler) record(a store.Accepted, kind string, s *shot) {
+	<-s.done
+	result := "ok"
+	if s.p.Error != "" {
+		result = "error"
+	}
+	h.profiles.WithLabelValues(kind, result).Inc()
+	add := h.cfg.Store.AddProfile
+	if kind == "after" {
+		add = h.cfg.Store.AddAfterProfile
+	}
+	if err := add(a.Incident, s.p, time.Now()); err != nil {
+		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store profile record")
 	}
 }
 
@@ -359,32 +575,13 @@ func (h *Handler) captureAfter(a store.Accepted) {
 		h.cfg.Log.Info().Str("incident", id).Msg("no page-time profile to compare with: no profile taken after the resolve")
 		return
 	}
-	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
-	defer cancel()
-	p, err := h.fetch(ctx, a.Alert, "-after")
-	result := "ok"
-	if err != nil {
-		result = "error"
-		p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
-		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("profile capture after resolve failed")
-	} else {
-		ev := h.cfg.Log.Info().Str("incident", id).Int64("total_bytes", p.Total)
-		for i, e := range p.Top[:min(3, len(p.Top))] {
-			ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
-		}
-		ev.Msg("PROFILE top alloc_space after resolve")
-	}
-	h.profiles.WithLabelValues("after", result).Inc()
-	if err := h.cfg.Store.AddAfterProfile(id, p, time.Now()); err != nil {
-		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("could not store profile record")
-	}
+	// Asked now, once the page-time profile is in: the shot taken is
+	// younger than both it and the resolve.
+	h.record(a, "after", h.join(a, "after", h.clock.Now()))
 }
 
-func (h *Handler) fetch(ctx context.Context, a store.Alert, suffix string) (incident.Profile, error) {
-	name, err := profileName(a, suffix)
-	if err != nil {
-		return incident.Profile{}, err
-	}
+// fetch reads the gateway's profile, summarises it and stores it as name.
+func (h *Handler) fetch(ctx context.Context, name string) (incident.Profile, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.ProfileURL, nil)
 	if err != nil {
 		return incident.Profile{}, err
@@ -409,7 +606,7 @@ func (h *Handler) fetch(ctx context.Context, a store.Alert, suffix string) (inci
 	if err != nil {
 		return incident.Profile{}, err
 	}
-	if err := writeFileSync(h.cfg.Store.Profiles(), name, raw); err != nil {
+	if err := h.cfg.Store.SaveProfile(name, raw); err != nil {
 		return incident.Profile{}, fmt.Errorf("storing profile: %w", err)
 	}
 	p := incident.Profile{File: path.Join(store.ProfilesDir, name), Total: total, TakenAt: time.Now()}
@@ -419,39 +616,43 @@ func (h *Handler) fetch(ctx context.Context, a store.Alert, suffix string) (inci
 	return p, nil
 }
 
-// writeFileSync writes name in dir and fsyncs it and dir, so the profile
-// the journal is about to point at is there after a crash.
-func writeFileSync(dir *os.Root, name string, b []byte) error {
-	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	d, err := dir.Open(".")
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
+// listIncidents serves one page of the incidents, newest first, as a JSON
+// array as it always was: a client that reads the array gets the newest
+// store.PageSize. The query takes page and the filters store.ParseQuery
+// reads; the Link header (RFC 8288) names the first, previous, next and
+// last pages, and X-Total-Count how many incidents the filter takes.
 func (h *Handler) listIncidents(w http.ResponseWriter, r *http.Request) {
-	incs := h.cfg.Store.Incidents()
-	for i := range incs {
-		incs[i].URL = h.IncidentURL(incs[i].ID)
+	f, number, err := store.ParseQuery(r.URL.Query())
+	if err != nil {
+		fail(w, http.StatusBadRequest, err.Error())
+		return
 	}
+	page := h.cfg.Store.List(f, number, store.PageSize)
+	if page.Number > page.Pages {
+		fail(w, http.StatusBadRequest, fmt.Sprintf("page %d is past the last, %d", page.Number, page.Pages))
+		return
+	}
+	for i := range page.Incidents {
+		page.Incidents[i].URL = h.IncidentURL(page.Incidents[i].ID)
+	}
+	link := func(n int, rel string) string {
+		return fmt.Sprintf(`<%s>; rel="%s"`, (&url.URL{Path: r.URL.Path, RawQuery: f.Values(n).Encode()}).String(), rel)
+	}
+	links := []string{link(1, "first")}
+	if page.Number > 1 {
+		links = append(links, link(page.Number-1, "prev"))
+	}
+	if page.Number < page.Pages {
+		links = append(links, link(page.Number+1, "next"))
+	}
+	links = append(links, link(page.Pages, "last"))
+	w.Header().Set("Link", strings.Join(links, ", "))
+	w.Header().Set("X-Total-Count", strconv.Itoa(page.Total))
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(incs)
+	if page.Incidents == nil {
+		page.Incidents = []incident.Incident{}
+	}
+	json.NewEncoder(w).Encode(page.Incidents)
 }
 
 func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {

@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,7 +48,7 @@ func newPager(t *testing.T, profileURL, token string) *pager {
 // newPagerIn is a pager whose data directory is dir.
 func newPagerIn(t *testing.T, dir, profileURL, token string) *pager {
 	t.Helper()
-	st, err := store.Open(dir)
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +145,6 @@ func TestRejectsBadPayloadsWithClearErrors(t *testing.T) {
 		{notification(with(alert("firing", "page", start), "fingerprint", "")), 400, "fingerprint"},
 		{notification(with(alert("firing", "page", start), "status", "weird")), 400, "status"},
 		{`{"version":"4","alerts":[{"status":"firing","fingerprint":"0123456789abcdef","labels":{"alertname":"A"}}]}`, 400, "startsAt"},
-		{`{"version":"4","pad":"` + strings.Repeat("x", 1<<20) + `"}`, 413, "over"},
 	}
 	for _, c := range cases {
 		status, body := p.post(t, "/webhook/page", c.body)
@@ -154,7 +157,7 @@ func TestRejectsBadPayloadsWithClearErrors(t *testing.T) {
 	if resp.StatusCode != 405 {
 		t.Errorf("GET: %d", resp.StatusCode)
 	}
-	if len(p.st.Incidents()) != 0 {
+	if len(all(p.st)) != 0 {
 		t.Error("a rejected payload was stored")
 	}
 }
@@ -183,7 +186,7 @@ func TestRetriesAreDeduplicatedAndTheTimelineKept(t *testing.T) {
 	}
 	p.post(t, "/webhook/page", notification(alert("resolved", "page", start)))
 	p.post(t, "/webhook/page", notification(alert("resolved", "page", start)))
-	incs := p.st.Incidents()
+	incs := all(p.st)
 	if len(incs) != 1 || len(incs[0].Timeline) != 2 || incs[0].Status != "resolved" || incs[0].EndsAt == nil {
 		t.Fatalf("incidents %+v", incs)
 	}
@@ -227,7 +230,7 @@ func TestPageCapturesTheHeapProfile(t *testing.T) {
 		t.Fatal(status)
 	}
 	p.h.Close(context.Background())
-	inc := p.st.Incidents()[0]
+	inc := all(p.st)[0]
 	if inc.Profile == nil || inc.Profile.Error != "" || len(inc.Profile.Top) == 0 {
 		t.Fatalf("profile %+v", inc.Profile)
 	}
@@ -269,7 +272,7 @@ func TestPageCapturesTheHeapProfile(t *testing.T) {
 	if inc, _ := p.st.Incident(inc.ID); len(inc.Timeline) != 3 {
 		t.Errorf("the page's timeline: %+v, want firing, profile captured, firing again", inc.Timeline)
 	}
-	if n := len(p.st.Incidents()); n != 2 {
+	if n := len(all(p.st)); n != 2 {
 		t.Errorf("%d incidents, want the page's and the ticket's", n)
 	}
 }
@@ -289,7 +292,7 @@ func TestAFailedCaptureIsRecordedAndNeverBlocksThePage(t *testing.T) {
 		t.Fatalf("the page waited %s for the profile", d)
 	}
 	p.h.Close(context.Background())
-	inc := p.st.Incidents()[0]
+	inc := all(p.st)[0]
 	if inc.Profile == nil || inc.Profile.Error == "" || !strings.Contains(fmt.Sprint(inc.Timeline), "profile failed") {
 		t.Fatalf("failure not recorded: %+v", inc)
 	}
@@ -317,7 +320,7 @@ func TestRejectsFingerprintsThatAreNotAlertmanagers(t *testing.T) {
 			t.Errorf("fingerprint %q: %d %s, want 400 naming alert 1 and 16 lowercase hex digits", fp, status, resp)
 		}
 	}
-	if n := len(p.st.Incidents()); n != 0 {
+	if n := len(all(p.st)); n != 0 {
 		t.Errorf("%d incidents stored from refused payloads", n)
 	}
 }
@@ -423,7 +426,7 @@ func TestProfilesAreServedOnlyFromTheProfilesDir(t *testing.T) {
 // severities must not make up series.
 func TestSeverityLabelsAreBounded(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,12 +509,235 @@ func TestAResolvedPageGetsAProfileTakenAfter(t *testing.T) {
 	}
 
 	p.st.Close()
-	st, err := store.Open(dir)
+	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	if again, _ := st.Incident(id); again.After == nil || again.After.File != inc.After.File || !again.After.TakenAt.Equal(inc.After.TakenAt) {
 		t.Fatalf("after a restart: %+v", again.After)
+	}
+}
+
+// slothAlert is alert i of one group as this repo's Alertmanager sends it
+// for the stream-latency page: Sloth's labels and annotations, Prometheus's
+// generator URL (the rule's whole expression, escaped), and a label that
+// tells the group's alerts apart.
+func slothAlert(i int, start time.Time) map[string]any {
+	expr := `(max(slo:sli_error:ratio_rate30s{sloth_id="llm-gateway-stream-latency", sloth_service="llm-gateway", sloth_slo="stream-latency"} > (14.4 * 0.0009999999999999432)) without (sloth_window)` +
+		` and max(slo:sli_error:ratio_rate1m{sloth_id="llm-gateway-stream-latency", sloth_service="llm-gateway", sloth_slo="stream-latency"} > (14.4 * 0.0009999999999999432)) without (sloth_window))` +
+		` or (max(slo:sli_error:ratio_rate2m{sloth_id="llm-gateway-stream-latency", sloth_service="llm-gateway", sloth_slo="stream-latency"} > (6 * 0.0009999999999999432)) without (sloth_window)` +
+		` and max(slo:sli_error:ratio_rate4m{sloth_id="llm-gateway-stream-latency", sloth_service="llm-gateway", sloth_slo="stream-latency"} > (6 * 0.0009999999999999432)) without (sloth_window))`
+	return map[string]any{
+		"status": "firing",
+		"labels": map[string]string{"alertname": "LLMGatewayStreamLatencyBudgetBurn", "category": "latency", "lab": "burnlab", "owner": "burnlab",
+			"route": "/v1/chat/stream", "severity": "page", "sloth_id": "llm-gateway-stream-latency", "sloth_service": "llm-gateway",
+			"sloth_severity": "page", "sloth_slo": "stream-latency", "tenant": fmt.Sprintf("tenant-%05d", i)},
+		"annotations": map[string]string{"burn_rate": "14.9x",
+			"description": "Streams on /v1/chat/stream take over 600 ms more often than the budget allows. No 5xx and a fine p50 do not mean healthy: look at the tail.",
+			"pager_url":   "http://127.0.0.1:5001/slo/stream-latency",
+			"runbook":     "Profile allocation before CPU: go tool pprof -top -sample_index=alloc_space http://gateway:6060/debug/pprof/allocs — the top flat function is the one making the garbage.",
+			"summary":     "llm-gateway is burning its stream-latency error budget (600 ms, 99.9%)",
+			"title":       "(page) llm-gateway stream-latency SLO error budget burn rate is too fast."},
+		"startsAt":     start.Format(time.RFC3339Nano),
+		"endsAt":       "0001-01-01T00:00:00Z",
+		"generatorURL": "http://prometheus:9090/graph?g0.expr=" + url.QueryEscape(expr) + "&g0.tab=1",
+		"fingerprint":  fingerprint(fmt.Sprint("sloth ", i)),
+	}
+}
+
+// group is one Alertmanager notification of n alerts, as its webhook
+// notifier sends it: the common and group labels too.
+func group(n int, start time.Time, pad int) string {
+	alerts := make([]map[string]any, n)
+	for i := range alerts {
+		alerts[i] = slothAlert(i, start)
+		if pad > 0 {
+			alerts[i]["annotations"].(map[string]string)["pad"] = strings.Repeat("x", pad)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"version": "4", "groupKey": `{}/{severity="page"}:{alertname="LLMGatewayStreamLatencyBudgetBurn", severity="page", sloth_service="llm-gateway", sloth_slo="stream-latency"}`,
+		"truncatedAlerts": 0, "status": "firing", "receiver": "pager-page", "externalURL": "http://alertmanager:9093", "alerts": alerts,
+		"groupLabels":       map[string]string{"alertname": "LLMGatewayStreamLatencyBudgetBurn", "severity": "page", "sloth_service": "llm-gateway", "sloth_slo": "stream-latency"},
+		"commonLabels":      map[string]string{"alertname": "LLMGatewayStreamLatencyBudgetBurn", "severity": "page", "sloth_service": "llm-gateway", "sloth_slo": "stream-latency"},
+		"commonAnnotations": map[string]string{"pager_url": "http://127.0.0.1:5001/slo/stream-latency"}})
+	return string(b)
+}
+
+// maxAlerts reads max_alerts of each webhook in alertmanager.yml: how many
+// alerts one notification of this repo's Alertmanager can carry.
+func maxAlerts(t *testing.T) []int {
+	t.Helper()
+	b, err := os.ReadFile("../../../alertmanager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, m := range regexp.MustCompile(`(?m)^\s+max_alerts:\s*(\d+)\s*$`).FindAllStringSubmatch(string(b), -1) {
+		n, _ := strconv.Atoi(m[1])
+		out = append(out, n)
+	}
+	if len(out) != 2 {
+		t.Fatalf("alertmanager.yml has %d max_alerts, want one per webhook (2)", len(out))
+	}
+	return out
+}
+
+// Alertmanager does not retry a 4xx: a group refused as too large is lost,
+// every alert of it. The issue's group of 2,000 alerts (2 MB of JSON) and
+// the largest group alertmanager.yml lets Alertmanager send are accepted
+// whole; a payload past the pager's limit is a 5xx, which Alertmanager
+// retries and counts as failed, and is not stored.
+func TestALargeGroupIsAcceptedWhole(t *testing.T) {
+	limits := maxAlerts(t)
+	for _, n := range append([]int{2000}, limits...) {
+		if n == 0 {
+			t.Fatal("alertmanager.yml's max_alerts is 0 (no limit): a group can outgrow any payload limit")
+		}
+		p := newPager(t, "", "")
+		start := time.Now().UTC().Truncate(time.Second)
+		body := group(n, start, 0)
+		t.Logf("%d alerts: %d bytes", n, len(body))
+		status, resp := p.post(t, "/webhook/page", body)
+		if status != 200 || !strings.Contains(resp, fmt.Sprintf(`"accepted":%d`, n)) {
+			t.Fatalf("%d alerts (%d bytes): %d %.200s", n, len(body), status, resp)
+		}
+		for i := range n {
+			a := store.Alert{Fingerprint: fingerprint(fmt.Sprint("sloth ", i)), StartsAt: start}
+			if _, ok := p.st.Incident(store.IncidentID(&a)); !ok {
+				t.Fatalf("%d alerts: alert %d acknowledged and not stored", n, i)
+			}
+		}
+	}
+
+	// What Alertmanager left out past max_alerts is not here: the on-call
+	// is told so, and the metric counts it.
+	p := newPager(t, "", "")
+	cut := strings.Replace(group(3, time.Now().UTC(), 0), `"truncatedAlerts":0`, `"truncatedAlerts":12`, 1)
+	if status, resp := p.post(t, "/webhook/page", cut); status != 200 {
+		t.Fatalf("truncated group: %d %s", status, resp)
+	}
+	if got := testutil.ToFloat64(p.h.truncated); got != 12 || !strings.Contains(p.logs.String(), `"truncated_alerts":12`) {
+		t.Errorf("pager_truncated_alerts_total = %v, logs:\n%s", got, p.logs)
+	}
+
+	// Past the limit: a valid payload, too large to take, is the pager's
+	// failure, not the sender's.
+	p = newPager(t, "", "")
+	over := group(limits[0], time.Now().UTC(), int(DefaultMaxBody)/limits[0])
+	status, resp := p.post(t, "/webhook/page", over)
+	if status/100 != 5 || !strings.Contains(resp, "max_alerts") {
+		t.Errorf("%d bytes: %d %.200s, want a 5xx naming max_alerts", len(over), status, resp)
+	}
+	if n := len(all(p.st)); n != 0 {
+		t.Errorf("%d incidents stored from a payload refused", n)
+	}
+}
+
+// all is every incident of st, newest first.
+func all(st *store.Store) []incident.Incident {
+	return st.List(store.Filter{}, 1, math.MaxInt).Incidents
+}
+
+// /api/incidents is a JSON array as it was, now of one page of
+// store.PageSize incidents, newest first; the Link header names the pages
+// beside it, X-Total-Count the incidents the filter takes, and a bad query
+// is a 400 saying why.
+func TestTheAPIListIsPaged(t *testing.T) {
+	p := newPager(t, "", "")
+	start := time.Now().UTC().Truncate(time.Second)
+	alerts := make([]map[string]any, 120)
+	for i := range alerts {
+		alerts[i] = slothAlert(i, start.Add(time.Duration(i)*time.Second))
+		if i%3 == 0 {
+			alerts[i]["labels"].(map[string]string)["severity"] = "ticket"
+		}
+	}
+	if status, body := p.post(t, "/webhook/page", notification(alerts...)); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	get := func(path string) (int, http.Header, []incident.Incident, string) {
+		t.Helper()
+		resp, err := http.Get(p.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var incs []incident.Incident
+		json.Unmarshal(b, &incs)
+		return resp.StatusCode, resp.Header, incs, string(b)
+	}
+	status, hdr, incs, _ := get("/api/incidents")
+	if status != 200 || len(incs) != store.PageSize || incs[0].ID != pageFor(119, start.Add(119*time.Second)) || hdr.Get("X-Total-Count") != "120" {
+		t.Fatalf("first page: %d, %d incidents, total %q", status, len(incs), hdr.Get("X-Total-Count"))
+	}
+	if want := `</api/incidents>; rel="first", </api/incidents?page=2>; rel="next", </api/incidents?page=3>; rel="last"`; hdr.Get("Link") != want {
+		t.Errorf("Link %q, want %q", hdr.Get("Link"), want)
+	}
+	_, hdr, incs, _ = get("/api/incidents?page=3")
+	if len(incs) != 20 || !strings.Contains(hdr.Get("Link"), `</api/incidents?page=2>; rel="prev"`) || strings.Contains(hdr.Get("Link"), "next") {
+		t.Errorf("last page: %d incidents, Link %q", len(incs), hdr.Get("Link"))
+	}
+	_, hdr, incs, _ = get("/api/incidents?severity=ticket&status=firing")
+	if len(incs) != 40 || hdr.Get("X-Total-Count") != "40" {
+		t.Errorf("firing tickets: %d, total %q", len(incs), hdr.Get("X-Total-Count"))
+	}
+	for _, inc := range incs {
+		if inc.Severity != "ticket" || inc.Status != "firing" {
+			t.Errorf("filter took %s %s", inc.Severity, inc.Status)
+		}
+	}
+	if _, _, _, body := get("/api/incidents?slo=nope"); body != "[]\n" {
+		t.Errorf("no match: %q, want []", body)
+	}
+	for q, want := range map[string]string{"page=4": "past the last, 3", "page=-1": "from 1", "status=paged": "firing or resolved"} {
+		if status, _, _, body := get("/api/incidents?" + q); status != 400 || !strings.Contains(body, want) {
+			t.Errorf("?%s: %d %s, want 400 saying %q", q, status, body, want)
+		}
+	}
+}
+
+// An alert without a severity label takes the severity of the webhook
+// Alertmanager's route sent it to, in all the pager does with it: a page
+// is logged as PAGE, counted as one, stored as one (after a restart too)
+// and gets its profile; a ticket likewise gets none.
+func TestAnAlertWithoutSeverityIsWhatItsWebhookSays(t *testing.T) {
+	dir := t.TempDir()
+	p := newPagerIn(t, dir, newFakeGateway(t).url(), "")
+	start := time.Now().UTC().Truncate(time.Second)
+	bare := func(fp string) map[string]any {
+		a := alert("firing", "", start)
+		delete(a["labels"].(map[string]string), "severity")
+		a["fingerprint"] = fingerprint(fp)
+		return a
+	}
+	for _, kind := range []string{"page", "ticket"} {
+		if status, body := p.post(t, "/webhook/"+kind, notification(bare(kind))); status != 200 {
+			t.Fatalf("%s: %d %s", kind, status, body)
+		}
+	}
+	p.h.Close(context.Background())
+	for _, kind := range []string{"page", "ticket"} {
+		id := store.IncidentID(&store.Alert{Fingerprint: fingerprint(kind), StartsAt: start})
+		inc, _ := p.st.Incident(id)
+		if inc.Severity != kind || (kind == "page") != (inc.Profile != nil) {
+			t.Errorf("%s without severity: stored as %q, profile %+v", kind, inc.Severity, inc.Profile)
+		}
+		if got := testutil.ToFloat64(p.h.notifications.WithLabelValues(kind, "firing")); got != 1 {
+			t.Errorf("pager_notifications_total{%s,firing} = %v", kind, got)
+		}
+		if !strings.Contains(p.logs.String(), `"severity":"`+kind+`"`) || !strings.Contains(p.logs.String(), `"message":"`+strings.ToUpper(kind)+`"`) {
+			t.Errorf("%s not logged as %s:\n%s", kind, strings.ToUpper(kind), p.logs)
+		}
+	}
+	p.st.Close()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if inc, _ := st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start})); inc.Severity != "page" {
+		t.Errorf("after a restart the page is a %q", inc.Severity)
 	}
 }

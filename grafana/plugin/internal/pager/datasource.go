@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,8 +47,9 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 // queryModel is a panel's query.
 type queryModel struct {
 	QueryType string `json:"queryType"`
-	// Incident picks the incident whose profile a flame graph shows;
-	// empty means the newest page with a profile.
+	// Incident picks the incident whose profile a flame graph shows, any
+	// the pager keeps; empty means the newest page with a profile, among
+	// the pager's 50 newest pages.
 	Incident string `json:"incident"`
 }
 
@@ -72,15 +74,15 @@ func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataReques
 }
 
 func (d *Datasource) query(ctx context.Context, m queryModel) backend.DataResponse {
-	incs, err := d.incidents(ctx)
-	if err != nil {
-		return backend.ErrDataResponse(backend.StatusBadGateway, err.Error())
-	}
 	switch m.QueryType {
 	case "incidents", "":
+		incs, _, err := d.incidents(ctx, "")
+		if err != nil {
+			return backend.ErrDataResponse(backend.StatusBadGateway, err.Error())
+		}
 		return backend.DataResponse{Frames: data.Frames{incidentsFrame(incs)}}
 	case "flamegraph":
-		frame, err := d.flameGraph(ctx, incs, m.Incident)
+		frame, err := d.flameGraph(ctx, m.Incident)
 		if err != nil {
 			return backend.ErrDataResponse(backend.StatusBadGateway, err.Error())
 		}
@@ -119,23 +121,34 @@ func incidentsFrame(incs []incident.Incident) *data.Frame {
 	return f
 }
 
-func (d *Datasource) flameGraph(ctx context.Context, incs []incident.Incident, id string) (*data.Frame, error) {
+// flameGraph is the profile of incident id or, with none chosen, of the
+// newest page that has one, among the pages on the first page of the
+// pager's list (its 50 newest).
+func (d *Datasource) flameGraph(ctx context.Context, id string) (*data.Frame, error) {
 	var pick *incident.Incident
-	for i := range incs { // newest first
-		inc := &incs[i]
+	if id != "" {
+		inc, err := d.incident(ctx, id)
+		if err != nil {
+			return nil, err
+		}
 		if inc.Profile == nil || inc.Profile.File == "" {
-			continue
-		}
-		if id == inc.ID || id == "" && inc.Severity == "page" {
-			pick = inc
-			break
-		}
-	}
-	if pick == nil {
-		if id != "" {
 			return nil, fmt.Errorf("incident %s has no captured profile", id)
 		}
-		return nil, errors.New("no page has a captured profile yet")
+		pick = &inc
+	} else {
+		incs, _, err := d.incidents(ctx, "severity=page")
+		if err != nil {
+			return nil, err
+		}
+		for i := range incs { // newest first
+			if incs[i].Severity == "page" && incs[i].Profile != nil && incs[i].Profile.File != "" {
+				pick = &incs[i]
+				break
+			}
+		}
+		if pick == nil {
+			return nil, errors.New("no page has a captured profile yet")
+		}
 	}
 	body, err := d.get(ctx, "/api/incidents/"+url.PathEscape(pick.ID)+"/profile")
 	if err != nil {
@@ -149,21 +162,52 @@ func (d *Datasource) flameGraph(ctx context.Context, incs []incident.Incident, i
 	return FlameGraph(p, "alloc_space")
 }
 
-func (d *Datasource) incidents(ctx context.Context) ([]incident.Incident, error) {
-	body, err := d.get(ctx, "/api/incidents")
+// incidents is the first page of the pager's list (its newest incidents)
+// for the query, and how many incidents the query takes in all.
+func (d *Datasource) incidents(ctx context.Context, query string) ([]incident.Incident, int, error) {
+	resp, err := d.do(ctx, "/api/incidents", query)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	defer body.Close()
+	defer resp.Body.Close()
 	var incs []incident.Incident
-	if err := json.NewDecoder(body).Decode(&incs); err != nil {
-		return nil, fmt.Errorf("pager /api/incidents: %w", err)
+	if err := json.NewDecoder(resp.Body).Decode(&incs); err != nil {
+		return nil, 0, fmt.Errorf("pager /api/incidents: %w", err)
 	}
-	return incs, nil
+	total, err := strconv.Atoi(resp.Header.Get("X-Total-Count"))
+	if err != nil { // a pager from before its list had pages
+		total = len(incs)
+	}
+	return incs, total, nil
+}
+
+// incident is one incident, however far down the list.
+func (d *Datasource) incident(ctx context.Context, id string) (incident.Incident, error) {
+	path := "/api/incidents/" + url.PathEscape(id)
+	resp, err := d.do(ctx, path, "")
+	if err != nil {
+		return incident.Incident{}, err
+	}
+	defer resp.Body.Close()
+	var inc incident.Incident
+	if err := json.NewDecoder(resp.Body).Decode(&inc); err != nil {
+		return incident.Incident{}, fmt.Errorf("pager %s: %w", path, err)
+	}
+	return inc, nil
 }
 
 func (d *Datasource) get(ctx context.Context, path string) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.base.JoinPath(path).String(), nil)
+	resp, err := d.do(ctx, path, "")
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+func (d *Datasource) do(ctx context.Context, path, query string) (*http.Response, error) {
+	u := d.base.JoinPath(path)
+	u.RawQuery = query
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -175,16 +219,16 @@ func (d *Datasource) get(ctx context.Context, path string) (io.ReadCloser, error
 		resp.Body.Close()
 		return nil, fmt.Errorf("pager %s: %s", path, resp.Status)
 	}
-	return resp.Body, nil
+	return resp, nil
 }
 
 // CheckHealth is Grafana's "Save & test": can the pager be reached?
 func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequest) (*backend.CheckHealthResult, error) {
-	incs, err := d.incidents(ctx)
+	_, total, err := d.incidents(ctx, "")
 	if err != nil {
 		return &backend.CheckHealthResult{Status: backend.HealthStatusError, Message: "cannot read the pager at " + d.base.String() + ": " + err.Error()}, nil
 	}
-	return &backend.CheckHealthResult{Status: backend.HealthStatusOk, Message: fmt.Sprintf("pager reachable: %d incidents", len(incs))}, nil
+	return &backend.CheckHealthResult{Status: backend.HealthStatusOk, Message: fmt.Sprintf("pager reachable: %d incidents", total)}, nil
 }
 
 // Dispose is called when the datasource's settings change.

@@ -50,9 +50,15 @@ func fakePager(t *testing.T, prof []byte) *httptest.Server {
 	  "profile":{"file":"profiles/p1-1.pb.gz","top":[{"function":"transcript.(*Baseline).Append","flat_pct":99.6}]}},
 	 {"id":"t1-1","alertname":"LLMGatewayStreamLatencyBudgetBurn","slo":"stream-latency","severity":"ticket","status":"resolved",
 	  "startsAt":"2026-12-01T03:00:00Z","endsAt":"2026-12-01T03:30:00Z","annotations":{},"timeline":[]}]`
+	// An older page, past the first page of the list: only its own URL
+	// serves it.
+	older := `{"id":"p0-1","alertname":"LLMGatewayStreamLatencyBudgetBurn","slo":"stream-latency","severity":"page","status":"resolved",
+	  "startsAt":"2026-11-01T03:12:00Z","annotations":{},"timeline":[],"profile":{"file":"profiles/p0-1.pb.gz"}}`
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/incidents", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(incidents)) })
+	mux.HandleFunc("/api/incidents/p0-1", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(older)) })
 	mux.HandleFunc("/api/incidents/p1-1/profile", func(w http.ResponseWriter, r *http.Request) { w.Write(prof) })
+	mux.HandleFunc("/api/incidents/p0-1/profile", func(w http.ResponseWriter, r *http.Request) { w.Write(prof) })
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
@@ -205,5 +211,24 @@ func TestRoundTripThroughThePluginServer(t *testing.T) {
 	h, err := tp.Client.CheckHealth(context.Background(), &backend.CheckHealthRequest{PluginContext: pc})
 	if err != nil || h.Status != backend.HealthStatusOk {
 		t.Fatalf("%+v %v", h, err)
+	}
+}
+
+// The pager lists its newest incidents a page at a time: a chosen incident
+// older than the first page is still found, by its own URL.
+func TestAFlameGraphOfAnIncidentPastTheFirstPage(t *testing.T) {
+	ds := newDS(t, fakePager(t, heapProfile(t)).URL)
+	j, _ := json.Marshal(map[string]string{"queryType": "flamegraph", "incident": "p0-1"})
+	resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{RefID: "A", JSON: j}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.Responses["A"]; r.Error != nil || len(r.Frames) != 1 {
+		t.Fatalf("%+v", r)
+	}
+	j, _ = json.Marshal(map[string]string{"queryType": "flamegraph", "incident": "t1-1"})
+	resp, _ = ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{RefID: "A", JSON: j}}})
+	if r := resp.Responses["A"]; r.Error == nil {
+		t.Fatal("an incident the pager does not have: no error")
 	}
 }

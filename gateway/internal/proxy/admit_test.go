@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -131,8 +130,7 @@ type stalledClient struct {
 	stalled chan struct{} // closed when the first write blocks
 	resume  chan struct{}
 	once    sync.Once
-	mu      sync.Mutex
-	body    bytes.Buffer
+	body    syncBuffer
 }
 
 func newStalledClient() *stalledClient {
@@ -146,16 +144,10 @@ func (c *stalledClient) Flush()              {}
 func (c *stalledClient) Write(p []byte) (int, error) {
 	c.once.Do(func() { close(c.stalled) })
 	<-c.resume
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return c.body.Write(p)
 }
 
-func (c *stalledClient) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.body.String()
-}
+func (c *stalledClient) String() string { return c.body.String() }
 
 // A client that stops reading holds the gateway in a write, while the
 // upstream has sent all it had: that is the client's back-pressure, ended

@@ -209,14 +209,8 @@ func (r *Reader) SkipEmpty() bool {
 		r.take()
 		return true
 	}
-	if r.cr {
-		if r.r == r.w {
-			return false
-		}
-		if r.buf[r.r] == '\n' {
-			r.r++
-		}
-		r.cr = false
+	if !r.afterCR() {
+		return false
 	}
 	switch {
 	case r.r < r.w && r.buf[r.r] == '\n':
@@ -242,14 +236,8 @@ func (r *Reader) Buffered() bool {
 	if r.next > 0 {
 		return true
 	}
-	if r.cr {
-		if r.r == r.w {
-			return false
-		}
-		if r.buf[r.r] == '\n' {
-			r.r++
-		}
-		r.cr = false
+	if !r.afterCR() {
+		return false
 	}
 	b := r.buf[r.r:r.w]
 	lf := bytes.IndexByte(b, '\n')
@@ -266,6 +254,21 @@ func (r *Reader) Buffered() bool {
 		r.next, r.term = lf+1, 1
 	default:
 		return false
+	}
+	return true
+}
+
+// afterCR drops an LF that completes the CRLF the last line ended in, and
+// reports false when it cannot tell yet: nothing is buffered after the CR.
+func (r *Reader) afterCR() bool {
+	if r.cr {
+		if r.r == r.w {
+			return false
+		}
+		if r.buf[r.r] == '\n' {
+			r.r++
+		}
+		r.cr = false
 	}
 	return true
 }

@@ -172,11 +172,12 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 	s.p, s.spans, s.choices, s.tools = payload, s.spans[:0], s.choices[:0], s.tools[:0]
 	s.meta, s.finished, s.others = s.meta[:0], s.finished[:0], s.others[:0]
 	i, err := s.value(skipSpace(payload, 0), 0, where{role: roleTop, choice: -1, tool: -1})
-	if err != nil {
-		return nil, err
+	if err == nil && skipSpace(payload, i) != len(payload) {
+		err = ErrSyntax
 	}
-	if skipSpace(payload, i) != len(payload) {
-		return nil, ErrSyntax
+	if err != nil {
+		s.p = nil
+		return nil, err
 	}
 	// An element's "index" may come after its text: resolve keys last. An
 	// element without one is known by its position, as a client would.
@@ -206,7 +207,27 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 		s.head = append(s.head[:0], payload[:sp.Start]...)
 		s.tail = append(s.tail[:0], payload[sp.End:]...)
 	}
+	s.p = nil // the caller's: not kept past the walk
 	return s.spans, nil
+}
+
+// Shrink lets go of the buffers that one large chunk grew past keep bytes,
+// so a stream keeps what an ordinary chunk needs, not its largest one; the
+// shape goes with its head and tail, and the next chunk is walked in full.
+func (s *Scanner) Shrink(keep int) {
+	const spanBytes, intBytes = 40, 8
+	if cap(s.head)+cap(s.tail) > keep {
+		s.head, s.tail, s.shaped = nil, nil, false
+	}
+	if (cap(s.choices)+cap(s.tools))*intBytes > keep {
+		s.choices, s.tools = nil, nil
+	}
+	if (cap(s.spans)+cap(s.meta)+cap(s.others))*spanBytes > keep {
+		s.spans, s.meta, s.others, s.shaped = nil, nil, nil, false
+	}
+	if cap(s.key) > keep {
+		s.key = nil
+	}
 }
 
 // sameShape takes a payload in the last walked chunk's shape: its spans

@@ -55,8 +55,18 @@ func (f *flusher) end() {
 	}
 }
 
-// write hands what is buffered to the connection without a flush.
+// write hands what is buffered to the connection without a flush, under a
+// fresh write deadline: a burst that fills the buffer after a long upstream
+// pause must not run on the deadline of the flush before that pause.
 func (f *flusher) write() {
+	if f.err == nil && len(f.buf) > 0 {
+		f.deadline()
+	}
+	f.send()
+}
+
+// send writes what is buffered and empties the buffer.
+func (f *flusher) send() {
 	if f.err == nil && len(f.buf) > 0 {
 		if _, err := f.w.Write(f.buf); err != nil {
 			f.err = fmt.Errorf("%w: %w", errClientGone, err)
@@ -80,17 +90,23 @@ func (f *flusher) done() {
 	f.buf = nil
 }
 
+// deadline gives the client the timeout from now to take what follows.
+func (f *flusher) deadline() {
+	if err := f.rc.SetWriteDeadline(time.Now().Add(f.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		f.err = fmt.Errorf("%w: %w", errClientGone, err)
+	}
+}
+
 // flush sends what is buffered. A client that takes no bytes for the
 // timeout is given up, so a stalled reader cannot hold a stream open.
 func (f *flusher) flush() error {
 	if f.err != nil {
 		return f.err
 	}
-	if err := f.rc.SetWriteDeadline(time.Now().Add(f.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		f.err = fmt.Errorf("%w: %w", errClientGone, err)
+	if f.deadline(); f.err != nil {
 		return f.err
 	}
-	if f.write(); f.err != nil {
+	if f.send(); f.err != nil {
 		return f.err
 	}
 	if err := f.rc.Flush(); err != nil {

@@ -311,6 +311,10 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 // shrink lets go of the scratch buffers an event grew past keepScratch.
 func (s *stream) shrink() {
 	s.text, s.red, s.joined = shrink(s.text), shrink(s.red), shrink(s.joined)
+	s.scanner.Shrink(keepScratch)
+	if cap(s.tokenHead) > keepScratch {
+		s.tokenHead, s.tokenGen = nil, 0 // no walk has gen 0
+	}
 }
 
 // redactOthers returns payload with each of the scanner's other strings

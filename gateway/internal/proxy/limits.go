@@ -14,7 +14,8 @@ import (
 // Together they bound a stream's memory: its fixed read and write buffers
 // (64 and 36 KiB), the transcript (Transcript), what its text streams keep
 // between events (Held: each one's held tail and the chunk it was held in,
-// whose shape the tail goes out in), scratch buffers that are let go after
+// whose shape the tail goes out in), scratch buffers (the chunk scanner's, the
+// decoder's, the redactors') that are let go after
 // an event over 64 KiB, and while one event is handled, a few copies of it
 // (at most MaxLine each).
 type Limits struct {

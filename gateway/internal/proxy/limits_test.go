@@ -107,10 +107,10 @@ func heapAfter(f func() any) (uint64, any) {
 	kept := f()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if after.HeapInuse < before.HeapInuse {
+	if after.HeapAlloc < before.HeapAlloc {
 		return 0, kept
 	}
-	return after.HeapInuse - before.HeapInuse, kept
+	return after.HeapAlloc - before.HeapAlloc, kept
 }
 
 // A hostile upstream makes each of the 64 text streams a response may open
@@ -123,17 +123,34 @@ func TestOneStreamsMemoryIsBounded(t *testing.T) {
 		return fmt.Sprintf(`data: {"id":"%s","choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":"%s"}}]}}]}`,
 			strings.Repeat("p", pad-len(args)), i, args) + "\n\n"
 	}
+	// What a stream may keep: the transcript's 1 MiB, a few 64 KiB
+	// buffers and pooled read and write buffers; for held chunks, also the
+	// 1 MiB they may hold, the chunk that passed it, and the transcript's
+	// builder grown past its 1 MiB by doubling. 64 streams keeping 700 KiB
+	// each would be 44 MiB.
+	const small, held = 3 << 19, 4 << 20
 	for _, c := range []struct {
-		name string
-		line func(i int) string
-		err  string
+		name  string
+		line  func(i int) string
+		err   string
+		bound uint64
 	}{
 		// Each chunk is 700 KiB and its text's tail ("abc") is held, so
 		// the chunk is kept as the shape its tail goes out in.
-		{"held chunks", func(i int) string { return tool(i, "x abc") }, "bytes held for redaction"},
+		{"held chunks", func(i int) string { return tool(i, "x abc") }, "bytes held for redaction", held},
 		// Each text is 700 KiB with digits: the redactor's slow path,
 		// whose work buffers grew with it.
-		{"large texts", func(i int) string { return tool(i, strings.Repeat("a1 ", pad/4)+"!") }, ""},
+		{"large texts", func(i int) string { return tool(i, strings.Repeat("a1 ", pad/4)+"!") }, "", small},
+		// What the scanner keeps of a chunk: 100,000 choices each time,
+		// and a large chunk's shape.
+		{"many choices", func(int) string {
+			return `data: {"choices":[` + strings.Repeat(`{},`, 100_000) + `{"delta":{"content":"x"}}]}` + "\n\n"
+		}, "", small},
+		{"large shapes", func(i int) string { return tool(0, fmt.Sprintf("x%d!", i)) }, "", small},
+		// What the decoder keeps of a large id and event type.
+		{"large ids", func(int) string {
+			return "id: " + strings.Repeat("i", pad) + "\nevent: " + strings.Repeat("e", pad) + "\n" + chunkLine("x") + "\n\n"
+		}, "", small},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var err error
@@ -157,11 +174,8 @@ func TestOneStreamsMemoryIsBounded(t *testing.T) {
 			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
 				t.Fatalf("forward: %v, want %q", err, c.err)
 			}
-			// The transcript's 1 MiB and held chunks' 1 MiB, a few 64 KiB
-			// buffers, and one line's copies; 64 streams keeping 700 KiB
-			// each would be 44 MiB.
-			if grew > 8<<20 {
-				t.Errorf("the stream keeps %d MiB after 64 chunks of 700 KiB", grew>>20)
+			if grew > c.bound {
+				t.Errorf("the stream keeps %.1f MiB after 64 chunks of 700 KiB", float64(grew)/(1<<20))
 			}
 			t.Logf("heap kept by the stream: %.1f MiB", float64(grew)/(1<<20))
 		})

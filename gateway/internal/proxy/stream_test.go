@@ -788,3 +788,26 @@ func TestAnErrorStatusWithAStalledBodyIsAnswered(t *testing.T) {
 		t.Errorf("%d %s, want 502 naming the upstream's 503", resp.StatusCode, b)
 	}
 }
+
+// A burst that fills the write buffer after an upstream pause longer than
+// the client write timeout is written under a deadline of its own: the
+// client is reading, so the stream is ok.
+func TestABurstAfterALongPauseIsNotCutByTheOldDeadline(t *testing.T) {
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, chunkLine("before")+"\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(600 * time.Millisecond) // past the write timeout, within the idle timeout
+		for range 1000 {                    // ~90 KB: the buffer fills and is written mid-burst
+			io.WriteString(w, chunkLine(" after")+"\n\n")
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}, func(cfg *Config) { cfg.ClientWriteTimeout, cfg.IdleTimeout = 200*time.Millisecond, 5*time.Second })
+	_, body := l.stream(t)
+	if _, done, errs := contents(t, body); !done || len(errs) > 0 {
+		t.Fatalf("done=%v errors=%v", done, errs)
+	}
+	if l.outcomes(t, OutcomeOK) != 1 {
+		t.Errorf("outcome: ok %d, client_canceled %d", l.outcomes(t, OutcomeOK), l.outcomes(t, OutcomeClientCanceled))
+	}
+}

@@ -146,6 +146,9 @@ func (d *Decoder) reset() {
 	if len(d.ev.Type) > 0 {
 		d.ev.Type = d.ev.Type[:0]
 	}
+	if cap(d.ev.Type)+cap(d.ev.ID) > keepBuffer {
+		d.ev.Type, d.ev.ID = nil, nil // a long one's buffers are not kept
+	}
 	if d.lines > 0 {
 		d.data, d.lines, d.ev.Lines = d.data[:0], 0, false
 		if cap(d.data) > keepBuffer {

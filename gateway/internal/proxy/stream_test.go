@@ -798,7 +798,7 @@ func TestABurstAfterALongPauseIsNotCutByTheOldDeadline(t *testing.T) {
 		io.WriteString(w, chunkLine("before")+"\n\n")
 		w.(http.Flusher).Flush()
 		time.Sleep(600 * time.Millisecond) // past the write timeout, within the idle timeout
-		for range 1000 {                    // ~90 KB: the buffer fills and is written mid-burst
+		for range 1000 {                   // ~90 KB: the buffer fills and is written mid-burst
 			io.WriteString(w, chunkLine(" after")+"\n\n")
 		}
 		io.WriteString(w, "data: [DONE]\n\n")

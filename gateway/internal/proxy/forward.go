@@ -226,19 +226,22 @@ func (s *stream) redactText(text []byte) (red []byte, changed bool) {
 func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 	payload, joined := ev.Data, ev.Lines
 	if joined {
-		// Data over several lines. If it is JSON, each LF is white
-		// space between its tokens (a string holds none raw), so it
-		// scans the same as one line; if not, it goes out as text.
-		s.joined = append(s.joined[:0], payload...)
-		for i, c := range s.joined {
-			if c == '\n' {
-				s.joined[i] = ' '
+		// Data over several lines: scanned as the client has it. If it
+		// is JSON, each LF is white space between its tokens (JSON holds
+		// none raw in a string), so as spaces it is the same document,
+		// and goes out on one line; if not, it goes out as text.
+		if _, err := s.scanner.Scan(payload); err == nil {
+			s.joined = append(s.joined[:0], payload...)
+			for i, c := range s.joined {
+				if c == '\n' {
+					s.joined[i] = ' '
+				}
 			}
+			payload = s.joined
 		}
-		payload = s.joined
 	}
 	spans, err := s.scanner.Scan(payload)
-	if err != nil && errors.Is(err, chunk.ErrBadUTF8) {
+	if errors.Is(err, chunk.ErrBadUTF8) {
 		payload = s.repairUTF8(payload)
 		spans, err = s.scanner.Scan(payload)
 	}
@@ -246,7 +249,11 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 		// A chunk walked in full: its other strings are checked. One in
 		// the shape of the last walk has the same bytes outside its text,
 		// checked then.
-		if clean, changed := s.redactOthers(payload); changed {
+		clean, changed, cerr := s.redactOthers(payload)
+		if cerr != nil {
+			return cerr
+		}
+		if changed {
 			payload = clean
 			spans, err = s.scanner.Scan(payload)
 		}
@@ -279,17 +286,26 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 		if reason == reasonTooManyTexts {
 			return unredactable{reason, "more text streams than the gateway redacts (" + strconv.Itoa(maxTextStreams) + ")"}
 		}
+		// The scanner checked every escape, so this cannot happen; if it
+		// did, the chunk is not passed on as text, escapes and all.
+		return unredactable{reasonUnredactable, "a text the gateway could not decode"}
 	case errors.Is(err, chunk.ErrTooMany):
 		return unredactable{reasonTooManyTexts, err.Error()}
 	case errors.Is(err, chunk.ErrTooDeep) || errors.Is(err, chunk.ErrBadIndex) || errors.Is(err, chunk.ErrUnredactable) ||
 		errors.Is(err, chunk.ErrTooManyStrings):
 		return unredactable{reasonUnredactable, err.Error()}
 	}
-	// Not JSON, so no client decodes it either: redacted as plain text,
-	// as the client has it, so nothing unparsable carries PII past the
-	// gateway. Its lines go out as data lines of one event.
+	// Not JSON, so no strict client decodes it: redacted as plain text, as
+	// the client has it, so nothing unparsable carries PII past the
+	// gateway. Its lines go out as data lines of one event. A lenient
+	// decoder (Python's json takes NaN and Infinity, and so the OpenAI
+	// SDK) could still decode its escapes into what the redactor never
+	// saw: data that is no JSON but holds a backslash is not passed on.
 	if joined {
 		payload = ev.Data
+	}
+	if bytes.IndexByte(payload, '\\') >= 0 {
+		return unredactable{reasonUnredactable, "data that is not JSON but holds escapes, which a lenient decoder would decode"}
 	}
 	if !utf8.Valid(payload) {
 		payload = s.repairUTF8(payload)
@@ -321,7 +337,7 @@ func (s *stream) shrink() {
 // redacted as a text of its own, and whether any changed. It builds a new
 // payload only then: an ordinary chunk's ids and keys hold no PII, and
 // their check allocates nothing.
-func (s *stream) redactOthers(payload []byte) ([]byte, bool) {
+func (s *stream) redactOthers(payload []byte) ([]byte, bool, error) {
 	var clean []byte
 	last := 0
 	for _, sp := range s.scanner.Others() {
@@ -329,7 +345,9 @@ func (s *stream) redactOthers(payload []byte) ([]byte, bool) {
 		if sp.Escaped {
 			var err error
 			if s.text, err = openai.AppendUnquote(s.text[:0], payload[sp.Start:sp.End]); err != nil {
-				continue // cannot happen: the scanner checked its escapes
+				// Cannot happen: the scanner checked its escapes. Were it
+				// to, the string is not passed on unredacted.
+				return nil, false, unredactable{reasonUnredactable, "a string the gateway could not decode: " + err.Error()}
 			}
 			text = s.text
 		}
@@ -341,9 +359,9 @@ func (s *stream) redactOthers(payload []byte) ([]byte, bool) {
 		last = sp.End
 	}
 	if clean == nil {
-		return payload, false
+		return payload, false, nil
 	}
-	return append(clean, payload[last:]...), true
+	return append(clean, payload[last:]...), true, nil
 }
 
 // repairUTF8 returns payload with each invalid sequence made U+FFFD, as a

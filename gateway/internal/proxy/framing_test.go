@@ -215,3 +215,28 @@ func TestReleasesDoNotTakeTheEventsTypeAndID(t *testing.T) {
 		t.Errorf("the finishing chunk: type %q id %q, want fin and 9", fin.typ, fin.lastID)
 	}
 }
+
+// Data that is not JSON to the gateway but that a lenient decoder reads
+// (Python's json takes NaN, and so the OpenAI SDK) is not passed on when it
+// holds escapes the redactor never decoded.
+func TestLenientJSONWithEscapesIsNotForwarded(t *testing.T) {
+	l := newLab(t, rawUpstream(`data: {"x":NaN,"choices":[{"index":0,"delta":{"content":"mail olga\u0040example.com"}}]}`+"\n\ndata: [DONE]\n\n"))
+	_, body := l.stream(t)
+	if strings.Contains(body, "olga") {
+		t.Fatalf("the escaped address reached the client:\n%s", body)
+	}
+	if l.reason(reasonUnredactable) != 1 || l.outcomes(t, OutcomeUpstreamError) != 1 {
+		t.Errorf("unredactable_chunk %v, upstream_error %d; want 1 and 1", l.reason(reasonUnredactable), l.outcomes(t, OutcomeUpstreamError))
+	}
+}
+
+// An LF inside a string makes data over two lines invalid JSON for the
+// client: it goes on as the text it is, not made into a valid chunk.
+func TestDataLinesThatAreNoJSONStayText(t *testing.T) {
+	l := newLab(t, rawUpstream("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\ndata: b\"}}]}\n\ndata: [DONE]\n\n"))
+	_, body := l.stream(t)
+	events, text := clientView(t, body)
+	if text != "" || len(events) != 2 || events[0].data != "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\nb\"}}]}" {
+		t.Fatalf("client text %q, events %q; want the data as it came, not a chunk", text, events)
+	}
+}

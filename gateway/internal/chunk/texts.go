@@ -356,18 +356,18 @@ func (s *Scanner) after(i int, closer byte) (next int, done bool, err error) {
 func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 	inner := where{role: roleOther, choice: at.choice, tool: at.tool}
 	switch {
-	case at.role == roleTop && string(key) == "choices":
+	case at.role == roleTop && is(key, "choices"):
 		inner.role = roleChoices
-	case at.choice >= 0 && string(key) == "tool_calls":
+	case at.choice >= 0 && is(key, "tool_calls"):
 		inner.role = roleToolCalls
-	case at.choice >= 0 && (string(key) == "logprobs" || string(key) == "audio"):
+	case at.choice >= 0 && (is(key, "logprobs") || is(key, "audio")):
 		if !bytes.HasPrefix(s.p[i:], []byte("null")) {
 			return 0, ErrUnredactable
 		}
-	case at.role == roleChoice && string(key) == "finish_reason",
-		at.role == roleTop && string(key) == "usage",
-		at.role == roleTool && (string(key) == "id" || string(key) == "type"),
-		at.tool >= 0 && at.role == roleOther && string(key) == "name":
+	case at.role == roleChoice && is(key, "finish_reason"),
+		at.role == roleTop && is(key, "usage"),
+		at.role == roleTool && (is(key, "id") || is(key, "type")),
+		at.tool >= 0 && at.role == roleOther && is(key, "name"):
 		end, err := s.value(i, depth, inner)
 		if err != nil {
 			return 0, err
@@ -376,12 +376,12 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 			return 0, ErrTooMany
 		}
 		f := Field(0)
-		if string(key) == "finish_reason" {
+		if is(key, "finish_reason") {
 			f = finishReason
 		}
 		s.meta = append(s.meta, Span{Start: i, End: end, Key: Key{Choice: at.choice, Tool: at.tool, Field: f}})
 		return end, nil
-	case (at.role == roleChoice || at.role == roleTool) && string(key) == "index":
+	case (at.role == roleChoice || at.role == roleTool) && is(key, "index"):
 		n, end, err := smallInt(s.p, i)
 		if errors.Is(err, ErrSyntax) {
 			// Not a number, but maybe JSON all the same ("0", {}): a
@@ -446,6 +446,14 @@ func (s *Scanner) array(i, depth int, at where) (int, error) {
 	}
 }
 
+// is says whether key names name to a client. Go's encoding/json, which
+// Go clients decode chunks with, matches keys without regard to case, so
+// "Content" is content to them: the gateway folds case too, or PII split
+// across two chunks under "Content" would be redacted piece by piece.
+func is(key []byte, name string) bool {
+	return bytes.EqualFold(key, []byte(name))
+}
+
 // unquoteKey returns a key's text: the raw bytes when it has no escape,
 // which is every key an ordinary upstream sends.
 func (s *Scanner) unquoteKey(q []byte, escaped bool) ([]byte, error) {
@@ -459,7 +467,7 @@ func (s *Scanner) unquoteKey(q []byte, escaped bool) ([]byte, error) {
 
 func textField(key []byte) (Field, bool) {
 	for _, f := range fieldKeys {
-		if string(key) == f.key {
+		if is(key, f.key) {
 			return f.field, true
 		}
 	}

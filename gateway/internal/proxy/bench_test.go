@@ -123,7 +123,7 @@ func BenchmarkForward(b *testing.B) {
 	cpu0 := cpuTime()
 	for b.Loop() {
 		s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults()}
-		s.begin(transcript.NewFixed(10000))
+		s.begin(transcript.NewFixed(10000), 1)
 		out := newFlusher(&discard{h: http.Header{}}, time.Second)
 		dec := sse.NewDecoder(sse.NewReader(bytes.NewReader(body), 64<<10, 1<<20), 1<<20, out.flush)
 		if err := s.forward(dec, out); err != nil {

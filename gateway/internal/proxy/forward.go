@@ -30,8 +30,10 @@ type stream struct {
 	over             error
 
 	// texts are the response's text streams, each redacted with its own
-	// hold-back state, in order of first appearance.
+	// hold-back state, in order of first appearance; choices is how many
+	// the request asked for.
 	texts   []*textStream
+	choices int
 	scanner chunk.Scanner
 	// Reused per event: each span's stream and, for the escaped ones, its
 	// text decoded in text; a redaction; the data of an event over several
@@ -57,9 +59,10 @@ type decoded struct {
 	from, to int
 }
 
-// begin readies a stream whose 200 is sent for forwarding.
-func (s *stream) begin(tr transcript.Transcript) {
-	s.tr = tr
+// begin readies a stream whose 200 is sent for forwarding, of a request
+// for the given number of choices.
+func (s *stream) begin(tr transcript.Transcript, choices int) {
+	s.tr, s.choices = tr, choices
 	s.text, s.red = make([]byte, 0, 256), make([]byte, 0, 256)
 }
 
@@ -83,12 +86,16 @@ type textStream struct {
 const maxTextStreams = 64
 
 // textStream finds or opens the stream of key, as an index into s.texts;
-// -1 past maxTextStreams.
+// -1 past maxTextStreams, -2 for a choice the request did not ask for: PII
+// split across two choices a client joins would be redacted piece by piece.
 func (s *stream) textStream(key chunk.Key) int {
 	for i, t := range s.texts {
 		if t.key == key {
 			return i
 		}
+	}
+	if key.Choice >= s.choices {
+		return -2
 	}
 	if len(s.texts) == maxTextStreams {
 		return -1
@@ -283,8 +290,11 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 			s.shrink()
 			return nil
 		}
-		if reason == reasonTooManyTexts {
+		switch reason {
+		case reasonTooManyTexts:
 			return unredactable{reason, "more text streams than the gateway redacts (" + strconv.Itoa(maxTextStreams) + ")"}
+		case reasonBadChoice:
+			return unredactable{reasonUnredactable, "a choice index past the " + strconv.Itoa(s.choices) + " the request asked for"}
 		}
 		// The scanner checked every escape, so this cannot happen; if it
 		// did, the chunk is not passed on as text, escapes and all.
@@ -380,6 +390,10 @@ func (u unredactable) Error() string {
 
 var dataPrefix = []byte("data: ")
 
+// reasonBadChoice is decode's word for a text of a choice the request did
+// not ask for; the stream ends as unredactable_chunk.
+const reasonBadChoice = "bad_choice"
+
 // decode finds the stream of each span and decodes the strings with
 // escapes, or returns why it could not (a repair reason). Every span is
 // decoded before any redactor sees one, so a chunk given up half-way
@@ -390,8 +404,11 @@ func (s *stream) decode(payload []byte, spans []chunk.Span) string {
 	for i := range spans {
 		sp := &spans[i]
 		d := decoded{stream: s.textStream(sp.Key), from: -1}
-		if d.stream < 0 {
+		switch d.stream {
+		case -1:
 			return reasonTooManyTexts
+		case -2:
+			return reasonBadChoice
 		}
 		if sp.Escaped {
 			d.from = len(s.text)

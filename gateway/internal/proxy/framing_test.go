@@ -240,3 +240,25 @@ func TestDataLinesThatAreNoJSONStayText(t *testing.T) {
 		t.Fatalf("client text %q, events %q; want the data as it came, not a chunk", text, events)
 	}
 }
+
+// PII a client joins across two chunks is caught by the hold-back however
+// the upstream names its streams: a text key in another case is the same
+// key to a Go client (encoding/json folds case, and so does clientView),
+// and a choice the request did not ask for ends the stream.
+func TestPIISplitUnderOtherNamesIsCaught(t *testing.T) {
+	folded := `data: {"choices":[{"index":0,"delta":{"Content":"mail olga@exa"}}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"CONTENT":"mple.com now"}}]}` + "\n\ndata: [DONE]\n\n"
+	l := newLab(t, rawUpstream(folded))
+	_, body := l.stream(t)
+	if _, text := clientView(t, body); text != "mail [REDACTED:EMAIL] now" {
+		t.Errorf("keys in other cases: the client decoded %q", text)
+	}
+	other := `data: {"choices":[{"index":0,"delta":{"content":"mail olga@exa"}}]}` + "\n\n" +
+		`data: {"choices":[{"index":1,"delta":{"content":"mple.com now"}}]}` + "\n\ndata: [DONE]\n\n"
+	l = newLab(t, rawUpstream(other))
+	resp := l.post(t, "k-acme", `{"stream":true}`) // one choice
+	b, _ := io.ReadAll(resp.Body)
+	if strings.Contains(string(b), "mple.com") || l.reason(reasonUnredactable) != 1 {
+		t.Errorf("a second choice of a one-choice request: unredactable %v\n%s", l.reason(reasonUnredactable), b)
+	}
+}

@@ -144,7 +144,7 @@ func TestOneStreamsMemoryIsBounded(t *testing.T) {
 		// What the scanner keeps of a chunk: 100,000 choices each time,
 		// and a large chunk's shape.
 		{"many choices", func(int) string {
-			return `data: {"choices":[` + strings.Repeat(`{},`, 100_000) + `{"delta":{"content":"x"}}]}` + "\n\n"
+			return `data: {"choices":[{"delta":{"content":"x"}}` + strings.Repeat(`,{}`, 100_000) + `]}` + "\n\n"
 		}, "", small},
 		{"large shapes", func(i int) string { return tool(0, fmt.Sprintf("x%d!", i)) }, "", small},
 		// What the decoder keeps of a large id and event type.
@@ -156,7 +156,7 @@ func TestOneStreamsMemoryIsBounded(t *testing.T) {
 			var err error
 			grew, kept := heapAfter(func() any {
 				s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults()}
-				s.begin(transcript.NewFixed(0))
+				s.begin(transcript.NewFixed(0), 1)
 				out := newFlusher(&discard{h: http.Header{}}, time.Second)
 				src := &lineSource{next: func(i int) string {
 					if i == maxTextStreams {

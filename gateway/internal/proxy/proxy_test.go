@@ -110,9 +110,11 @@ func (l *lab) post(t *testing.T, key, body string) *http.Response {
 	return resp
 }
 
+// stream posts a request for as many choices as the gateway streams, so a
+// test of several need not say so.
 func (l *lab) stream(t *testing.T) (*http.Response, string) {
 	t.Helper()
-	resp := l.post(t, "k-acme", `{"model":"m","stream":true,"messages":[]}`)
+	resp := l.post(t, "k-acme", `{"model":"m","stream":true,"n":8,"messages":[]}`)
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
 }

@@ -24,6 +24,7 @@ import (
 type admitted struct {
 	body      []byte
 	maxTokens int
+	choices   int
 	release   func()
 }
 
@@ -176,7 +177,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*adm
 		return nil, reject(w, http.StatusTooManyRequests, "rate_limit_error", msg)
 	}
 	s.acct.hold = hold
-	return &admitted{body: body, maxTokens: limit, release: func() { hold.End(s.acct.tokens) }}, result{}
+	return &admitted{body: body, maxTokens: limit, choices: max(req.N, 1), release: func() { hold.End(s.acct.tokens) }}, result{}
 }
 
 // bearerKey returns the key of the one Authorization header in auth, or ""

@@ -643,11 +643,13 @@ func TestRequestsForUnredactableAnswersAreRefused(t *testing.T) {
 // escapes and all — ends the stream; it is never forwarded as it came.
 func TestChunksTheGatewayCannotRedactEndTheStream(t *testing.T) {
 	var many []string
-	for i := range maxTextStreams + 1 {
-		many = append(many, fmt.Sprintf(`data: {"choices":[{"index":%d,"delta":{"content":"hi"}}]}`, i), "")
+	tool := func(i int, args string) string {
+		return fmt.Sprintf(`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"function":{"arguments":%q}}]}}]}`, i, args)
 	}
-	many = append(many, `data: {"choices":[{"index":64,"delta":{"content":"mail bob@exa"}}]}`, "",
-		`data: {"choices":[{"index":64,"delta":{"content":"mple.org now"}}]}`, "")
+	for i := range maxTextStreams + 1 {
+		many = append(many, tool(i, "hi"), "")
+	}
+	many = append(many, tool(64, "mail bob@exa"), "", tool(64, "mple.org now"), "")
 	deep := `data: {"choices":[{"index":0,"delta":{"content":"bob\u0040example.org"}}],"pad":` +
 		strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40) + "}"
 	for name, c := range map[string]struct {

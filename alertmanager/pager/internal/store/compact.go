@@ -80,7 +80,10 @@ type Compaction struct {
 	Files         int   // profile files removed
 	Before, After int64 // journal bytes
 	Took          time.Duration
-	Err           error // the journal is as it was, but for Files
+	// Err is why it failed. A failed write leaves the journal as it was;
+	// a failed fsync of the directory after the rename leaves the new one
+	// in use, and the store taking no appends until restarted.
+	Err error
 }
 
 // due says whether the journal has grown enough since the last compaction
@@ -149,8 +152,16 @@ func (s *Store) compact() Compaction {
 	old := s.f
 	s.f, s.size, s.base = f, n, n
 	old.Close()
-	synced := syncDir(s.dir)
+	synced := s.dirSync(s.dir)
 	c.Err, c.After = synced, n
+	if synced != nil {
+		// s.f is the new journal, but a crash could still bring back the
+		// old directory entry, without whatever is appended from now on.
+		// So nothing more is acknowledged (the webhook answers 503, and
+		// Alertmanager retries) until a restart, whose Open syncs the
+		// directory before it appends.
+		s.broken = fmt.Errorf("store: compacted journal not durably in place: %w", synced)
+	}
 
 	var gone []string
 	for e := range drop {

@@ -75,13 +75,16 @@ func (r *Record) severity() string {
 
 // Store is the journal and the incidents derived from it.
 type Store struct {
-	dir    string
-	opts   Options
-	mu     sync.Mutex
-	f      journal
-	size   int64 // of the journal's complete lines
-	base   int64 // of its snapshot lines: what the last compaction wrote
-	broken error // a failed append that could not be cut back off
+	dir  string
+	opts Options
+	mu   sync.Mutex
+	f    journal
+	size int64 // of the journal's complete lines
+	base int64 // of its snapshot lines: what the last compaction wrote
+	// broken is why the store takes no more appends until restarted: an
+	// append that failed and could not be cut back off, or a compaction
+	// whose rename could not be made durable.
+	broken error
 	// seen holds the keys (dedupKey) of the notifications stored.
 	seen      map[string]bool
 	incidents map[string]*entry
@@ -102,6 +105,8 @@ type Store struct {
 	// createProfile creates a file in profiles for SaveProfile, so a test
 	// can make a write fail halfway.
 	createProfile func(name string) (profileFile, error)
+	// dirSync fsyncs a directory (syncDir), so a test can make it fail.
+	dirSync func(dir string) error
 }
 
 // profileFile is the part of *os.File a profile is written with.
@@ -135,7 +140,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(dir, ProfilesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	s := &Store{dir: dir, opts: opts.withDefaults(), seen: map[string]bool{}, incidents: map[string]*entry{}, shares: map[string]int{}}
+	s := &Store{dir: dir, opts: opts.withDefaults(), seen: map[string]bool{}, incidents: map[string]*entry{}, shares: map[string]int{}, dirSync: syncDir}
 	path := filepath.Join(dir, journalName)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {

@@ -590,6 +590,46 @@ func TestACompactionCutShortLeavesTheJournalWhole(t *testing.T) {
 	}
 }
 
+// A compaction whose rename cannot be made durable (the directory's fsync
+// fails) leaves the new journal in use while a crash could bring back the
+// old one: nothing more is acknowledged until a restart, and what was is
+// all there after it.
+func TestACompactionNotDurablyInPlaceStopsTheStore(t *testing.T) {
+	dir := t.TempDir()
+	var compactions []Compaction
+	opts := Options{compactFloor: 1 << 10, OnCompact: func(c Compaction) { compactions = append(compactions, c) }}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.dirSync = func(string) error { return errors.New("input/output error") }
+	acked := 0
+	for len(compactions) == 0 {
+		if _, err := s.AddNotification("pager-page", "page", []Alert{page(fmt.Sprintf("%016x", acked))}, start); err != nil {
+			t.Fatalf("append %d, before any compaction: %v", acked, err)
+		}
+		acked++
+	}
+	if compactions[0].Err == nil {
+		t.Fatalf("compaction with a failing directory fsync: %+v, want its error", compactions[0])
+	}
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f1")}, start); err == nil {
+		t.Fatalf("an append after a compaction not durably in place was accepted: %+v", got)
+	}
+	s.Close()
+	s, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := len(all(s)); n != acked {
+		t.Errorf("after the restart: %d incidents, want the %d acknowledged", n, acked)
+	}
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f1")}, start); err != nil || len(got) != 1 {
+		t.Fatalf("after the restart: %+v %v", got, err)
+	}
+}
+
 // A compaction replaces the journal: a second pager is still refused, the
 // lock being on the new file before it is in place.
 func TestASecondPagerIsRefusedAfterACompaction(t *testing.T) {

@@ -263,7 +263,11 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 				fail(w, http.StatusServiceUnavailable, fmt.Sprintf("payload over %d bytes, the pager's limit: lower the webhook's max_alerts in alertmanager.yml", tooBig.Limit))
 				return
 			}
-			fail(w, http.StatusBadRequest, "reading payload: "+err.Error())
+			// The body was cut short (the server's read timeout midway
+			// through a large group, a reset): nothing says the payload
+			// is bad, and Alertmanager drops a 4xx, so a 503 it retries.
+			h.cfg.Log.Warn().Err(err).Str("endpoint", kind).Msg("payload read cut short, refused with 503 for Alertmanager to retry")
+			fail(w, http.StatusServiceUnavailable, "reading payload: "+err.Error()+"; retry")
 			return
 		}
 		var p payload

@@ -59,6 +59,21 @@ type Record struct {
 	Seen     []string           `json:"seen,omitempty"`
 }
 
+// NoAlertName is the name of an incident whose alert has no alertname
+// label. Alertmanager does not require one (an alert posted to its API
+// with only severity=page is routed like any other), so such an alert is
+// stored, not refused: refusing it would drop its whole group.
+const NoAlertName = "(no alertname)"
+
+// AlertName is the name an alert's incident goes by: its alertname label,
+// or NoAlertName.
+func AlertName(a *Alert) string {
+	if name := a.Labels["alertname"]; name != "" {
+		return name
+	}
+	return NoAlertName
+}
+
 // IncidentID names the incident an alert belongs to.
 func IncidentID(a *Alert) string {
 	return fmt.Sprintf("%s-%d", a.Fingerprint, a.StartsAt.Unix())
@@ -418,7 +433,7 @@ func (s *Store) apply(r Record) {
 		id := IncidentID(a)
 		e := s.incidents[id]
 		if e == nil {
-			e = s.add(incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: r.severity(),
+			e = s.add(incident.Incident{ID: id, AlertName: AlertName(a), SLO: a.Labels["sloth_slo"], Severity: r.severity(),
 				StartsAt: a.StartsAt, Labels: a.Labels})
 			if a.Status == "firing" {
 				e.inc.BurnRate = a.Annotations["burn_rate"]

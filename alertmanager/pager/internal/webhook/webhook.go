@@ -316,6 +316,11 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 	}
 }
 
+// validate refuses a payload Alertmanager would not send: one alert that
+// fails refuses the whole group, so only what Alertmanager always sets is
+// checked. A fingerprint that is not Alertmanager's is refused, since it
+// names the incident and its profile's file; a missing alertname label is
+// not (Alertmanager does not require one): store.AlertName names it.
 func (p *payload) validate() error {
 	if p.Version != "4" {
 		return fmt.Errorf("unsupported webhook payload version %q: this pager reads version 4", p.Version)
@@ -333,8 +338,6 @@ func (p *payload) validate() error {
 			return fmt.Errorf("alert %d has status %q, want firing or resolved", i, a.Status)
 		case a.StartsAt.IsZero():
 			return fmt.Errorf("alert %d has no startsAt", i)
-		case a.Labels["alertname"] == "":
-			return fmt.Errorf("alert %d has no alertname label", i)
 		}
 	}
 	return nil
@@ -433,7 +436,7 @@ func (h *Handler) announce(a store.Accepted, c capture) {
 		msg, level = "RESOLVED", zerolog.InfoLevel
 	}
 	h.cfg.Log.WithLevel(level).
-		Str("alertname", a.Alert.Labels["alertname"]).
+		Str("alertname", store.AlertName(&a.Alert)).
 		Str("slo", a.Alert.Labels["sloth_slo"]).
 		Str("severity", severity).
 		Str("burn_rate", a.Alert.Annotations["burn_rate"]).

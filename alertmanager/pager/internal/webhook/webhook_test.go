@@ -191,6 +191,26 @@ func TestAPayloadCutShortIsRetried(t *testing.T) {
 	}
 }
 
+// An alert without an alertname label, which Alertmanager routes like any
+// other, is stored under store.NoAlertName with the rest of its group,
+// not refused with it.
+func TestAnAlertWithoutAlertnameKeepsItsGroup(t *testing.T) {
+	p := newPager(t, "", "")
+	start := time.Now().UTC().Truncate(time.Second)
+	nameless := with(alert("firing", "nameless", start), "labels", map[string]string{"severity": "page"})
+	status, body := p.post(t, "/webhook/page", notification(alert("firing", "page", start), nameless, alert("firing", "ticket", start)))
+	if status != 200 || !strings.Contains(body, `"accepted":3`) {
+		t.Fatalf("a group with an alert without alertname: %d %s, want all 3 accepted", status, body)
+	}
+	if n := len(all(p.st)); n != 3 {
+		t.Errorf("%d incidents stored, want 3", n)
+	}
+	a := store.Alert{Fingerprint: fingerprint("nameless"), StartsAt: start}
+	if inc, ok := p.st.Incident(store.IncidentID(&a)); !ok || inc.AlertName != store.NoAlertName {
+		t.Errorf("the alert without alertname: %+v %v, want it named %q", inc, ok, store.NoAlertName)
+	}
+}
+
 func TestBearerToken(t *testing.T) {
 	p := newPager(t, "", "s3cret")
 	body := notification(alert("firing", "ticket", time.Now()))

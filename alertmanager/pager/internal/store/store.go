@@ -3,10 +3,11 @@
 // 2xx, so nothing Alertmanager was told is received can be lost, even to
 // kill -9. The file is read back on start; incidents are derived from it.
 //
-// Resolved incidents are kept for a stated time and number (Options): the
-// journal is compacted, rewritten as one snapshot line per incident kept,
-// on start and whenever it has doubled, so what a restart reads stays
-// bounded however long the history grows (see compact.go).
+// Resolved incidents are kept for a stated time and number, firing ones
+// while Alertmanager still sends them (Options): the journal is compacted,
+// rewritten as one snapshot line per incident kept, on start and whenever
+// it has doubled, so what a restart reads stays bounded however long the
+// history grows (see compact.go).
 package store
 
 import (
@@ -43,7 +44,7 @@ type Alert struct {
 // profile captured for an incident when it paged, the one captured after
 // it resolved, or a snapshot of a whole incident, as compaction writes it.
 type Record struct {
-	Type     string            `json:"type"` // "notification", "profile", "profile_after" or "incident"
+	Type     string            `json:"type"` // "notification", "profile", "profile_after", "heard" or "incident"
 	At       time.Time         `json:"at"`
 	Receiver string            `json:"receiver,omitempty"`
 	Alert    *Alert            `json:"alert,omitempty"`
@@ -57,6 +58,8 @@ type Record struct {
 	// retry of one is still known for one.
 	Snapshot *incident.Incident `json:"snapshot,omitempty"`
 	Seen     []string           `json:"seen,omitempty"`
+	// Heard is when a snapshot's incident was last re-sent (entry.heard).
+	Heard *time.Time `json:"heard,omitempty"`
 }
 
 // NoAlertName is the name of an incident whose alert has no alertname
@@ -136,6 +139,11 @@ type entry struct {
 	inc  incident.Incident
 	seq  uint64
 	keys []string // of its notifications, in seen
+	// heard is when Alertmanager last re-sent the firing alert, a repeat
+	// not stored as a notification: journaled ("heard") at most every
+	// half retention, so a page firing for longer than the retention is
+	// not taken for one whose resolve never came (expired).
+	heard time.Time
 }
 
 // journal is the part of *os.File the store writes with, so a test can make
@@ -324,11 +332,23 @@ func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now t
 	var out []Accepted
 	// batchPaged and batchResolved are the incidents this notification
 	// pages and resolves: a page may fire and resolve within one.
-	batch, batchPaged, batchResolved := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	batch, batchPaged, batchResolved, batchHeard := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i := range alerts {
 		a := alerts[i]
 		key := dedupKey(&a)
 		if s.seen[key] || batch[key] {
+			// A repeat of a firing alert: the incident is alive.
+			if e := s.incidents[IncidentID(&a)]; e != nil && a.Status == "firing" && e.inc.Status == "firing" &&
+				now.Sub(e.heardAt()) > s.opts.Retention/2 && !batchHeard[e.inc.ID] {
+				batchHeard[e.inc.ID] = true
+				r := Record{Type: "heard", At: now, Incident: e.inc.ID}
+				line, err := json.Marshal(r)
+				if err != nil {
+					return nil, fmt.Errorf("store: %w", err)
+				}
+				buf.Write(append(line, '\n'))
+				added = append(added, r)
+			}
 			continue
 		}
 		batch[key] = true
@@ -477,11 +497,18 @@ func (s *Store) apply(r Record) {
 			ev.Top = &p.Top[0]
 		}
 		inc.Timeline = append(inc.Timeline, ev)
+	case "heard":
+		if e := s.incidents[r.Incident]; e != nil && r.At.After(e.heard) {
+			e.heard = r.At
+		}
 	case "incident":
 		if r.Snapshot == nil || r.Snapshot.ID == "" || s.incidents[r.Snapshot.ID] != nil {
 			return
 		}
 		e := s.add(*r.Snapshot)
+		if r.Heard != nil {
+			e.heard = *r.Heard
+		}
 		for _, key := range r.Seen {
 			if !s.seen[key] {
 				s.seen[key] = true

@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	profileWindow := fs.Duration("profile-window", webhook.DefaultProfileWindow, "one profile fetch serves every page within this window, and no second fetch starts in it, "+
 		"so an alert storm does not load the gateway it diagnoses (0: a fetch for each page)")
 	profileConcurrency := fs.Int("profile-concurrency", webhook.DefaultMaxFetches, "profile fetches in flight at once, at most")
-	retention := fs.Duration("retention", store.DefaultRetention, "how long a resolved incident and its profiles are kept after its last event (firing ones are always kept)")
+	retention := fs.Duration("retention", store.DefaultRetention, "how long a resolved incident and its profiles are kept after its last event, and a firing one after Alertmanager last sent it")
 	maxResolved := fs.Int("max-resolved", store.DefaultMaxResolved, "how many resolved incidents are kept at most, the newest: what a restart reads stays bounded")
 	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
 	externalURL := fs.String("external-url", "http://127.0.0.1:5001", "the pager's base URL as a browser reaches it: the incidents' links in the API and the log lines")

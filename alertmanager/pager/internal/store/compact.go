@@ -17,9 +17,11 @@ import (
 
 // Retention: a resolved incident is kept DefaultRetention after its last
 // event, and only the DefaultMaxResolved newest resolved ones are kept at
-// all; a firing incident is always kept, however old, since its resolve is
-// still to come. Past that an incident is dropped, with its profiles when
-// no incident kept shares them.
+// all. A firing incident is kept while Alertmanager still sends it: it
+// re-sends a firing alert every repeat_interval (4h here), so one neither
+// changed nor re-sent (entry.heard) for the retention is stale, its
+// resolve lost, and is dropped too. Past that an incident is dropped,
+// with its profiles when no incident kept shares them.
 //
 // Retention is applied by compaction: the journal is rewritten as one
 // snapshot record ("incident") per incident kept, the notification and
@@ -42,7 +44,8 @@ const compactingName = journalName + ".compacting"
 // Options are what a store keeps; zero fields take the defaults.
 type Options struct {
 	// Retention is how long a resolved incident is kept after its last
-	// event; default DefaultRetention.
+	// event, and a firing one after Alertmanager last sent it; default
+	// DefaultRetention.
 	Retention time.Duration
 	// MaxResolved is how many resolved incidents are kept at most, the
 	// newest by start; default DefaultMaxResolved.
@@ -80,7 +83,10 @@ type Compaction struct {
 	Files         int   // profile files removed
 	Before, After int64 // journal bytes
 	Took          time.Duration
-	Err           error // the journal is as it was, but for Files
+	// Err is why it failed. A failed write leaves the journal as it was;
+	// a failed fsync of the directory after the rename leaves the new one
+	// in use, and the store taking no appends until restarted.
+	Err error
 }
 
 // due says whether the journal has grown enough since the last compaction
@@ -109,6 +115,9 @@ func (s *Store) expired(now time.Time) map[*entry]bool {
 	kept := 0
 	for _, e := range slices.Backward(s.order) {
 		if e.inc.Status != "resolved" {
+			if now.Sub(e.heardAt()) > s.opts.Retention {
+				drop[e] = true
+			}
 			continue
 		}
 		if kept >= s.opts.MaxResolved || now.Sub(e.last()) > s.opts.Retention {
@@ -118,6 +127,15 @@ func (s *Store) expired(now time.Time) map[*entry]bool {
 		kept++
 	}
 	return drop
+}
+
+// heardAt is when Alertmanager last sent the incident: its last change,
+// or the last repeat journaled after it.
+func (e *entry) heardAt() time.Time {
+	if t := e.last(); t.After(e.heard) {
+		return t
+	}
+	return e.heard
 }
 
 // last is when the incident last changed: its latest event, or its start.
@@ -149,8 +167,16 @@ func (s *Store) compact() Compaction {
 	old := s.f
 	s.f, s.size, s.base = f, n, n
 	old.Close()
-	synced := syncDir(s.dir)
+	synced := s.dirSync(s.dir)
 	c.Err, c.After = synced, n
+	if synced != nil {
+		// s.f is the new journal, but a crash could still bring back the
+		// old directory entry, without whatever is appended from now on.
+		// So nothing more is acknowledged (the webhook answers 503, and
+		// Alertmanager retries) until a restart, whose Open syncs the
+		// directory before it appends.
+		s.broken = fmt.Errorf("store: compacted journal not durably in place: %w", synced)
+	}
 
 	var gone []string
 	for e := range drop {
@@ -205,7 +231,11 @@ func (s *Store) writeSnapshot(drop map[*entry]bool) (*os.File, int64, error) {
 		if drop[e] {
 			continue
 		}
-		line, err := json.Marshal(Record{Type: "incident", At: now, Incident: e.inc.ID, Snapshot: &e.inc, Seen: e.keys})
+		r := Record{Type: "incident", At: now, Incident: e.inc.ID, Snapshot: &e.inc, Seen: e.keys}
+		if !e.heard.IsZero() {
+			r.Heard = &e.heard
+		}
+		line, err := json.Marshal(r)
 		if err != nil {
 			return fail(err)
 		}

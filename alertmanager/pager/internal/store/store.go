@@ -3,10 +3,11 @@
 // 2xx, so nothing Alertmanager was told is received can be lost, even to
 // kill -9. The file is read back on start; incidents are derived from it.
 //
-// Resolved incidents are kept for a stated time and number (Options): the
-// journal is compacted, rewritten as one snapshot line per incident kept,
-// on start and whenever it has doubled, so what a restart reads stays
-// bounded however long the history grows (see compact.go).
+// Resolved incidents are kept for a stated time and number, firing ones
+// while Alertmanager still sends them (Options): the journal is compacted,
+// rewritten as one snapshot line per incident kept, on start and whenever
+// it has doubled, so what a restart reads stays bounded however long the
+// history grows (see compact.go).
 package store
 
 import (
@@ -43,7 +44,7 @@ type Alert struct {
 // profile captured for an incident when it paged, the one captured after
 // it resolved, or a snapshot of a whole incident, as compaction writes it.
 type Record struct {
-	Type     string            `json:"type"` // "notification", "profile", "profile_after" or "incident"
+	Type     string            `json:"type"` // "notification", "profile", "profile_after", "heard" or "incident"
 	At       time.Time         `json:"at"`
 	Receiver string            `json:"receiver,omitempty"`
 	Alert    *Alert            `json:"alert,omitempty"`
@@ -57,6 +58,23 @@ type Record struct {
 	// retry of one is still known for one.
 	Snapshot *incident.Incident `json:"snapshot,omitempty"`
 	Seen     []string           `json:"seen,omitempty"`
+	// Heard is when a snapshot's incident was last re-sent (entry.heard).
+	Heard *time.Time `json:"heard,omitempty"`
+}
+
+// NoAlertName is the name of an incident whose alert has no alertname
+// label. Alertmanager does not require one (an alert posted to its API
+// with only severity=page is routed like any other), so such an alert is
+// stored, not refused: refusing it would drop its whole group.
+const NoAlertName = "(no alertname)"
+
+// AlertName is the name an alert's incident goes by: its alertname label,
+// or NoAlertName.
+func AlertName(a *Alert) string {
+	if name := a.Labels["alertname"]; name != "" {
+		return name
+	}
+	return NoAlertName
 }
 
 // IncidentID names the incident an alert belongs to.
@@ -75,13 +93,16 @@ func (r *Record) severity() string {
 
 // Store is the journal and the incidents derived from it.
 type Store struct {
-	dir    string
-	opts   Options
-	mu     sync.Mutex
-	f      journal
-	size   int64 // of the journal's complete lines
-	base   int64 // of its snapshot lines: what the last compaction wrote
-	broken error // a failed append that could not be cut back off
+	dir  string
+	opts Options
+	mu   sync.Mutex
+	f    journal
+	size int64 // of the journal's complete lines
+	base int64 // of its snapshot lines: what the last compaction wrote
+	// broken is why the store takes no more appends until restarted: an
+	// append that failed and could not be cut back off, or a compaction
+	// whose rename could not be made durable.
+	broken error
 	// seen holds the keys (dedupKey) of the notifications stored.
 	seen      map[string]bool
 	incidents map[string]*entry
@@ -102,6 +123,8 @@ type Store struct {
 	// createProfile creates a file in profiles for SaveProfile, so a test
 	// can make a write fail halfway.
 	createProfile func(name string) (profileFile, error)
+	// dirSync fsyncs a directory (syncDir), so a test can make it fail.
+	dirSync func(dir string) error
 }
 
 // profileFile is the part of *os.File a profile is written with.
@@ -116,6 +139,11 @@ type entry struct {
 	inc  incident.Incident
 	seq  uint64
 	keys []string // of its notifications, in seen
+	// heard is when Alertmanager last re-sent the firing alert, a repeat
+	// not stored as a notification: journaled ("heard") at most every
+	// half retention, so a page firing for longer than the retention is
+	// not taken for one whose resolve never came (expired).
+	heard time.Time
 }
 
 // journal is the part of *os.File the store writes with, so a test can make
@@ -135,7 +163,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(dir, ProfilesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	s := &Store{dir: dir, opts: opts.withDefaults(), seen: map[string]bool{}, incidents: map[string]*entry{}, shares: map[string]int{}}
+	s := &Store{dir: dir, opts: opts.withDefaults(), seen: map[string]bool{}, incidents: map[string]*entry{}, shares: map[string]int{}, dirSync: syncDir}
 	path := filepath.Join(dir, journalName)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
@@ -304,11 +332,23 @@ func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now t
 	var out []Accepted
 	// batchPaged and batchResolved are the incidents this notification
 	// pages and resolves: a page may fire and resolve within one.
-	batch, batchPaged, batchResolved := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	batch, batchPaged, batchResolved, batchHeard := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i := range alerts {
 		a := alerts[i]
 		key := dedupKey(&a)
 		if s.seen[key] || batch[key] {
+			// A repeat of a firing alert: the incident is alive.
+			if e := s.incidents[IncidentID(&a)]; e != nil && a.Status == "firing" && e.inc.Status == "firing" &&
+				now.Sub(e.heardAt()) > s.opts.Retention/2 && !batchHeard[e.inc.ID] {
+				batchHeard[e.inc.ID] = true
+				r := Record{Type: "heard", At: now, Incident: e.inc.ID}
+				line, err := json.Marshal(r)
+				if err != nil {
+					return nil, fmt.Errorf("store: %w", err)
+				}
+				buf.Write(append(line, '\n'))
+				added = append(added, r)
+			}
 			continue
 		}
 		batch[key] = true
@@ -413,7 +453,7 @@ func (s *Store) apply(r Record) {
 		id := IncidentID(a)
 		e := s.incidents[id]
 		if e == nil {
-			e = s.add(incident.Incident{ID: id, AlertName: a.Labels["alertname"], SLO: a.Labels["sloth_slo"], Severity: r.severity(),
+			e = s.add(incident.Incident{ID: id, AlertName: AlertName(a), SLO: a.Labels["sloth_slo"], Severity: r.severity(),
 				StartsAt: a.StartsAt, Labels: a.Labels})
 			if a.Status == "firing" {
 				e.inc.BurnRate = a.Annotations["burn_rate"]
@@ -457,11 +497,18 @@ func (s *Store) apply(r Record) {
 			ev.Top = &p.Top[0]
 		}
 		inc.Timeline = append(inc.Timeline, ev)
+	case "heard":
+		if e := s.incidents[r.Incident]; e != nil && r.At.After(e.heard) {
+			e.heard = r.At
+		}
 	case "incident":
 		if r.Snapshot == nil || r.Snapshot.ID == "" || s.incidents[r.Snapshot.ID] != nil {
 			return
 		}
 		e := s.add(*r.Snapshot)
+		if r.Heard != nil {
+			e.heard = *r.Heard
+		}
 		for _, key := range r.Seen {
 			if !s.seen[key] {
 				s.seen[key] = true

@@ -438,7 +438,7 @@ func profileFiles(t *testing.T, dir string) map[string]bool {
 
 // Retention drops resolved incidents past their time or past the newest
 // MaxResolved, with their profile files unless a kept incident shares one,
-// and keeps every firing one; the journal after the restart holds only
+// and firing ones not sent for longer than the retention; the journal after the restart holds only
 // what is kept, a retry of a kept incident's notification is still a
 // retry, and the next restart reads the same.
 func TestRetentionDropsOldResolvedIncidentsAndTheirProfiles(t *testing.T) {
@@ -473,8 +473,10 @@ func TestRetentionDropsOldResolvedIncidentsAndTheirProfiles(t *testing.T) {
 	for i := 99; i >= 0; i-- {
 		id := IncidentID(&Alert{Fingerprint: fmt.Sprintf("%016x", i), StartsAt: start.Add(time.Duration(i) * time.Minute)})
 		switch {
-		case i%5 == 4: // firing, however old
-			kept[id] = true
+		case i%5 == 4: // firing: kept if sent within the 2 h
+			if i >= 60 {
+				kept[id] = true
+			}
 		case i >= 55 && resolvedKept < 20:
 			kept[id] = true
 			resolvedKept++
@@ -522,6 +524,44 @@ func TestRetentionDropsOldResolvedIncidentsAndTheirProfiles(t *testing.T) {
 		t.Errorf("nothing to drop, yet compacted again: %+v", s.Opened())
 	}
 	check(s, "after the next restart")
+}
+
+// A firing incident whose resolve never came is dropped once Alertmanager
+// has not sent it for the retention; one it still re-sends (a repeat, not
+// a new notification) is kept however long it fires, across compactions.
+func TestAStaleFiringIncidentIsDroppedAndARepeatedOneKept(t *testing.T) {
+	dir := t.TempDir()
+	const retention = 10 * 24 * time.Hour
+	now := start
+	opts := Options{Retention: retention, Now: func() time.Time { return now }}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, alive := page("00000000000000a1"), page("00000000000000a2")
+	if _, err := s.AddNotification("pager-page", "page", []Alert{stale, alive}, start); err != nil {
+		t.Fatal(err)
+	}
+	// Alertmanager re-sends the one still firing every repeat_interval.
+	for at := start.Add(4 * time.Hour); at.Before(start.Add(3 * retention)); at = at.Add(4 * time.Hour) {
+		if got, err := s.AddNotification("pager-page", "page", []Alert{alive}, at); err != nil || len(got) != 0 {
+			t.Fatalf("a repeat at %s: %+v %v", at, got, err)
+		}
+	}
+	s.Close()
+	for _, now = range []time.Time{start.Add(3 * retention), start.Add(3*retention + retention/10)} {
+		s, err = Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hasIncident(s, "00000000000000a1") || !hasIncident(s, "00000000000000a2") {
+			t.Errorf("at %s: %d incidents (%+v), want only the one still sent", now, len(all(s)), all(s))
+		}
+		s.Close()
+	}
+	if n := journalLines(t, dir); n != 1 {
+		t.Errorf("journal has %d lines, want the one snapshot", n)
+	}
 }
 
 // The journal is compacted whenever it has doubled since the last
@@ -587,6 +627,46 @@ func TestACompactionCutShortLeavesTheJournalWhole(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, compactingName)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the leftover of a compaction is still there: %v", err)
+	}
+}
+
+// A compaction whose rename cannot be made durable (the directory's fsync
+// fails) leaves the new journal in use while a crash could bring back the
+// old one: nothing more is acknowledged until a restart, and what was is
+// all there after it.
+func TestACompactionNotDurablyInPlaceStopsTheStore(t *testing.T) {
+	dir := t.TempDir()
+	var compactions []Compaction
+	opts := Options{compactFloor: 1 << 10, OnCompact: func(c Compaction) { compactions = append(compactions, c) }}
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.dirSync = func(string) error { return errors.New("input/output error") }
+	acked := 0
+	for len(compactions) == 0 {
+		if _, err := s.AddNotification("pager-page", "page", []Alert{page(fmt.Sprintf("%016x", acked))}, start); err != nil {
+			t.Fatalf("append %d, before any compaction: %v", acked, err)
+		}
+		acked++
+	}
+	if compactions[0].Err == nil {
+		t.Fatalf("compaction with a failing directory fsync: %+v, want its error", compactions[0])
+	}
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f1")}, start); err == nil {
+		t.Fatalf("an append after a compaction not durably in place was accepted: %+v", got)
+	}
+	s.Close()
+	s, err = Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := len(all(s)); n != acked {
+		t.Errorf("after the restart: %d incidents, want the %d acknowledged", n, acked)
+	}
+	if got, err := s.AddNotification("pager-page", "page", []Alert{page("00000000000000f1")}, start); err != nil || len(got) != 1 {
+		t.Fatalf("after the restart: %+v %v", got, err)
 	}
 }
 

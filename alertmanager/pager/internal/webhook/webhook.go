@@ -263,7 +263,11 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 				fail(w, http.StatusServiceUnavailable, fmt.Sprintf("payload over %d bytes, the pager's limit: lower the webhook's max_alerts in alertmanager.yml", tooBig.Limit))
 				return
 			}
-			fail(w, http.StatusBadRequest, "reading payload: "+err.Error())
+			// The body was cut short (the server's read timeout midway
+			// through a large group, a reset): nothing says the payload
+			// is bad, and Alertmanager drops a 4xx, so a 503 it retries.
+			h.cfg.Log.Warn().Err(err).Str("endpoint", kind).Msg("payload read cut short, refused with 503 for Alertmanager to retry")
+			fail(w, http.StatusServiceUnavailable, "reading payload: "+err.Error()+"; retry")
 			return
 		}
 		var p payload
@@ -312,6 +316,11 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 	}
 }
 
+// validate refuses a payload Alertmanager would not send: one alert that
+// fails refuses the whole group, so only what Alertmanager always sets is
+// checked. A fingerprint that is not Alertmanager's is refused, since it
+// names the incident and its profile's file; a missing alertname label is
+// not (Alertmanager does not require one): store.AlertName names it.
 func (p *payload) validate() error {
 	if p.Version != "4" {
 		return fmt.Errorf("unsupported webhook payload version %q: this pager reads version 4", p.Version)
@@ -329,8 +338,6 @@ func (p *payload) validate() error {
 			return fmt.Errorf("alert %d has status %q, want firing or resolved", i, a.Status)
 		case a.StartsAt.IsZero():
 			return fmt.Errorf("alert %d has no startsAt", i)
-		case a.Labels["alertname"] == "":
-			return fmt.Errorf("alert %d has no alertname label", i)
 		}
 	}
 	return nil
@@ -429,7 +436,7 @@ func (h *Handler) announce(a store.Accepted, c capture) {
 		msg, level = "RESOLVED", zerolog.InfoLevel
 	}
 	h.cfg.Log.WithLevel(level).
-		Str("alertname", a.Alert.Labels["alertname"]).
+		Str("alertname", store.AlertName(&a.Alert)).
 		Str("slo", a.Alert.Labels["sloth_slo"]).
 		Str("severity", severity).
 		Str("burn_rate", a.Alert.Annotations["burn_rate"]).

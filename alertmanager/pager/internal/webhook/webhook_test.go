@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -159,6 +160,54 @@ func TestRejectsBadPayloadsWithClearErrors(t *testing.T) {
 	}
 	if len(all(p.st)) != 0 {
 		t.Error("a rejected payload was stored")
+	}
+}
+
+// cutShort is a request body that fails after its first bytes, as one
+// the server's read timeout or a reset cuts midway does.
+type cutShort struct{ r io.Reader }
+
+func (c *cutShort) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	if err == io.EOF {
+		return n, errors.New("read tcp: i/o timeout")
+	}
+	return n, err
+}
+
+// A payload whose read fails midway is not known to be bad: a 503, which
+// Alertmanager retries, not a 4xx, which it drops with the whole group.
+func TestAPayloadCutShortIsRetried(t *testing.T) {
+	p := newPager(t, "", "")
+	body := notification(alert("firing", "page", time.Now()))
+	req := httptest.NewRequest(http.MethodPost, "/webhook/page", &cutShort{strings.NewReader(body[:len(body)/2])})
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("a payload cut short: %d %s, want 503", rec.Code, rec.Body)
+	}
+	if n := len(all(p.st)); n != 0 {
+		t.Errorf("%d incidents stored from a payload cut short", n)
+	}
+}
+
+// An alert without an alertname label, which Alertmanager routes like any
+// other, is stored under store.NoAlertName with the rest of its group,
+// not refused with it.
+func TestAnAlertWithoutAlertnameKeepsItsGroup(t *testing.T) {
+	p := newPager(t, "", "")
+	start := time.Now().UTC().Truncate(time.Second)
+	nameless := with(alert("firing", "nameless", start), "labels", map[string]string{"severity": "page"})
+	status, body := p.post(t, "/webhook/page", notification(alert("firing", "page", start), nameless, alert("firing", "ticket", start)))
+	if status != 200 || !strings.Contains(body, `"accepted":3`) {
+		t.Fatalf("a group with an alert without alertname: %d %s, want all 3 accepted", status, body)
+	}
+	if n := len(all(p.st)); n != 3 {
+		t.Errorf("%d incidents stored, want 3", n)
+	}
+	a := store.Alert{Fingerprint: fingerprint("nameless"), StartsAt: start}
+	if inc, ok := p.st.Incident(store.IncidentID(&a)); !ok || inc.AlertName != store.NoAlertName {
+		t.Errorf("the alert without alertname: %+v %v, want it named %q", inc, ok, store.NoAlertName)
 	}
 }
 

@@ -178,8 +178,8 @@ func TestUnderFireWithKill9Restarts(t *testing.T) {
 			}
 			p.kill()
 			if k == 1 {
-				// SIGKILL cannot cut a write(2) short, a power cut can:
-				// leave what one leaves, for the restart to deal with.
+				// Leave what a power cut leaves, a line without its end,
+				// for the restart to deal with.
 				tear(t, data)
 			}
 			time.Sleep(50 * time.Millisecond) // senders meet a closed port for a while
@@ -246,19 +246,23 @@ func TestUnderFireWithKill9Restarts(t *testing.T) {
 	if lines != notifications {
 		t.Errorf("journal has %d lines, want %d", lines, notifications)
 	}
-	cut := 0
+	// The restart after the tear must cut it. The others may cut a line
+	// too: Linux checks for a fatal signal between the pages of a write(2)
+	// to a file (generic_perform_write), so SIGKILL can stop an append
+	// that crosses a page boundary short, before its fsync and its answer.
+	cuts := make([]int, 0, kills+1)
 	p.mu.Lock()
 	for _, name := range p.logs {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cut += strings.Count(string(b), "torn_bytes_cut")
+		cuts = append(cuts, strings.Count(string(b), "torn_bytes_cut"))
 	}
 	p.mu.Unlock()
-	t.Logf("journal: %d lines, %d unreadable; torn last line cut on %d of %d restarts", lines, bad, cut, kills+1)
-	if cut != 1 {
-		t.Errorf("%d torn lines cut in %d restarts, want the one the test left", cut, kills+1)
+	t.Logf("journal: %d lines, %d unreadable; torn last lines cut per run: %v", lines, bad, cuts)
+	if len(cuts) < 2 || cuts[1] != 1 {
+		t.Errorf("torn lines cut per run %v: the run after the tear (the second) must cut it once", cuts)
 	}
 	if bad > 0 {
 		t.Errorf("%d unreadable journal lines", bad)

@@ -31,8 +31,8 @@ type Readiness struct{ draining atomic.Bool }
 // Drain marks the process not ready.
 func (r *Readiness) Drain() { r.draining.Store(true) }
 
-// AdminMux serves /metrics (with native histograms for clients that
-// negotiate protobuf), /healthz, /readyz and /debug/pprof/.
+// AdminMux serves /metrics (OpenMetrics to a scraper that asks for it,
+// which carries exemplars), /healthz, /readyz and /debug/pprof/.
 func AdminMux(reg *prometheus.Registry, ready *Readiness) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}))

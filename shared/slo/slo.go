@@ -1,17 +1,13 @@
 // Package slo is the one home of every SLO number in burnlab: the
-// thresholds and objectives of the llm-gateway's SLOs, the buckets and
-// histogram options that measure them, and the write-up's "What actually
+// thresholds and objectives of the llm-gateway's SLOs, the buckets that
+// measure them, and the write-up's "What actually
 // moved" table. The gateway and the load generator record with them, the
 // calibration and the dashboard are made from them, and a test in stack/
 // holds prometheus/slo/llm-gateway.yml (the Sloth spec the rules come from)
 // to them.
 package slo
 
-import (
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
+import "time"
 
 // The SLOs of prometheus/slo/llm-gateway.yml, on POST /v1/chat/stream.
 const (
@@ -40,17 +36,6 @@ var Buckets = []float64{.01, .05, .1, .2, .3, .4, .5, .6, .75, 1, 2.5, 5, 10, 30
 // TTFTBuckets are the buckets of every time-to-first-token histogram,
 // TTFTThreshold (0.25) among them.
 var TTFTBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
-
-// Native adds the native-histogram options every burnlab latency
-// histogram has beside its classic buckets: fine resolution (10 % bucket
-// width) where a scraper asks for it, a bounded bucket count, and no reset
-// more often than hourly.
-func Native(o prometheus.HistogramOpts) prometheus.HistogramOpts {
-	o.NativeHistogramBucketFactor = 1.1
-	o.NativeHistogramMaxBucketNumber = 160
-	o.NativeHistogramMinResetDuration = time.Hour
-	return o
-}
 
 // BurnRate is how many times faster than sustainable the error budget burns
 // when breaches of total streams miss the objective: 1 spends exactly the

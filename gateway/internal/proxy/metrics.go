@@ -38,16 +38,16 @@ type Metrics struct {
 // every redaction kind's series created at zero so rates start from a point.
 func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []string) *Metrics {
 	m := &Metrics{
-		duration: prometheus.NewHistogramVec(slo.Native(prometheus.HistogramOpts{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gateway_stream_duration_seconds",
 			Help:    "Wall-clock time from a request being accepted to the last byte of its stream forwarded.",
 			Buckets: slo.Buckets,
-		}), []string{"route", "outcome"}),
-		ttft: prometheus.NewHistogramVec(slo.Native(prometheus.HistogramOpts{
+		}, []string{"route", "outcome"}),
+		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gateway_stream_ttft_seconds",
 			Help:    "Time from a request being accepted to its first token forwarded.",
 			Buckets: slo.TTFTBuckets,
-		}), []string{"route"}),
+		}, []string{"route"}),
 		events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_stream_events_total",
 			Help: "SSE data events forwarded to clients.",

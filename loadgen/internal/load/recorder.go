@@ -42,11 +42,11 @@ func NewRecorder(reg prometheus.Registerer) *Recorder {
 		ttft:     hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3),
 		outcomes: map[string]int{},
 		errors:   map[string]int{},
-		mDuration: prometheus.NewHistogramVec(slo.Native(prometheus.HistogramOpts{
+		mDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "loadgen_stream_duration_seconds",
 			Help:    "Client-side stream time, from the scheduled start to [DONE] or the end of the stream.",
 			Buckets: slo.Buckets,
-		}), []string{"outcome"}),
+		}, []string{"outcome"}),
 		mTTFT: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "loadgen_ttft_seconds", Help: "Client-side time to first token, from the scheduled start.", Buckets: slo.TTFTBuckets,
 		}),

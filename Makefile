@@ -50,16 +50,20 @@ lint: ## golangci-lint (.golangci.yml) over every module, the compose and Kubern
 load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, so the figures are the gateway's)
 	$(GO) test -count=1 -v -tags 'fixed load' -run 'TestLoad|TestSlowClients' ./gateway/cmd/gateway
 
-# Prometheus, Alertmanager, promtool and amtool: the real binaries, from
-# Debian's packages (about 30 s; a Go build of Prometheus takes ~14 min).
+# The pinned Prometheus v3.16.0, promtool, Alertmanager v0.35.0 and amtool,
+# built from their Go modules (tools/prometheus, tools/alertmanager) into
+# bin/, which goes first on the PATH of every recipe here: the native lab,
+# the rule and config checks and compose's stand-ins run one version. The
+# first build takes about 6 minutes; a changed go.mod or go.sum rebuilds.
 # Chromium, for the pager web UI's browser test (stack/pagerweb). nginx, for
 # bench-proxy's smoke test (stack/benchproxy); Debian puts it in /usr/sbin,
 # which is not on every user's PATH.
-PROM_TOOLS := prometheus promtool amtool prometheus-alertmanager
+export PATH := $(abspath $(BIN)):$(PATH)
+PROM_BINS := $(addprefix $(BIN)/,prometheus promtool alertmanager amtool)
+PROM_PINS := $(wildcard tools/prometheus/go.* tools/alertmanager/go.*)
 .PHONY: tools
-tools: compose-plugin ## install Prometheus, Alertmanager, Chromium and nginx (Debian packages), and Compose v2, when missing
-	@missing=""; pkgs=""; for t in $(PROM_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
-	[ -z "$$missing" ] || pkgs="prometheus prometheus-alertmanager"; \
+tools: compose-plugin busybox $(PROM_BINS) ## install what the tests need: Prometheus and Alertmanager (pinned, into bin/), Compose v2, Chromium, nginx, busybox-static
+	@missing=""; pkgs=""; \
 	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { missing="$$missing chromium"; pkgs="$$pkgs chromium"; }; \
 	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { missing="$$missing nginx"; pkgs="$$pkgs nginx"; }; \
 	if [ -n "$$missing" ]; then \
@@ -68,6 +72,11 @@ tools: compose-plugin ## install Prometheus, Alertmanager, Chromium and nginx (D
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null; \
 	fi; promtool --version | head -1
+
+# One recipe makes all four (&:), once, whichever is asked for.
+$(PROM_BINS) &: $(PROM_PINS)
+	$(GO) run ./stack/cmd/standins -tools $(BIN)
+	@touch $(PROM_BINS)
 
 # Compose v2, the docker CLI plugin behind `docker compose`, builds in its own
 # module (tools/compose), out of go.work, as golangci-lint does; Debian's
@@ -253,14 +262,17 @@ up: $(STAGE) ## docker compose: build and start the stack in the background (the
 # modules vendored, as a build container here cannot reach the module proxy.
 # BUSYBOX: a static busybox, the stand-ins' shell (Debian's busybox-static).
 BUSYBOX ?= /bin/busybox
-.PHONY: standins
-standins: ## build the stand-in images an engine with no registry lacks; stage the build context and compose override in .offline/
+.PHONY: busybox
+busybox: ## install Debian's busybox-static (the stand-ins' shell) unless BUSYBOX names another
 	@if [ "$(BUSYBOX)" = /bin/busybox ] && ! dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then \
 		echo "installing busybox-static (the stand-ins' shell)"; \
 		command -v apt-get >/dev/null || { echo "no apt-get: pass a static busybox as BUSYBOX=path" >&2; exit 1; }; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends busybox-static >/dev/null; \
 	fi
+
+.PHONY: standins
+standins: busybox ## build the stand-in images an engine with no registry lacks; stage the build context and compose override in .offline/
 	$(GO) run ./stack/cmd/standins -out $(OFFLINE) -busybox $(BUSYBOX)
 
 .PHONY: up-offline

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -100,6 +101,10 @@ func TestEndToEnd(t *testing.T) {
 		return ""
 	}
 	say("lab up (baseline gateway, load running): %v", l.Running())
+	if err := sameVersionsAsCompose(root, l.Probe); err != nil {
+		t.Fatal(err)
+	}
+	say("Prometheus and Alertmanager run the versions docker-compose.yml pins")
 	loadStart := time.Now()
 	// The regression scenario: nothing injected, the baseline build is the
 	// fault. Setting it only labels the dashboard; the watch holds the run
@@ -145,7 +150,7 @@ func TestEndToEnd(t *testing.T) {
 	say("Prometheus /api/v1/alerts agrees: stream-latency page firing; availability and ttft silent")
 	deadline := time.Now().Add(profileWithin)
 	for {
-		inc, err := find(l, page.ID)
+		inc, err := l.Incident(page.ID)
 		if err != nil {
 			fail("pager: %v", err)
 		}
@@ -165,7 +170,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	if err := pagerShows(l, "/", page.ID, guilty); err != nil {
+	if err := l.PagerShows("/", page.ID, guilty); err != nil {
 		fail("%v", err)
 	}
 	say("pager web UI http://%s/ lists the page with %s", addrs.Pager, guilty)
@@ -217,7 +222,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	say("switched the gateway to fixed (%s to drain, rebuild and restart)", time.Since(switched).Round(time.Second))
 	for {
-		inc, err := find(l, page.ID)
+		inc, err := l.Incident(page.ID)
 		if err != nil {
 			fail("pager: %v", err)
 		}
@@ -233,7 +238,7 @@ func TestEndToEnd(t *testing.T) {
 	regression.resolved = fmt.Sprintf("%ds (from the switch)", int(resolved.Sub(switched).Seconds()))
 	say("RESOLVED %s after the switch; burn over 2m %s", resolved.Sub(switched).Round(time.Second), burn())
 	for deadline := time.Now().Add(profileWithin); ; time.Sleep(2 * time.Second) {
-		inc, err := find(l, page.ID)
+		inc, err := l.Incident(page.ID)
 		if err != nil {
 			fail("pager: %v", err)
 		}
@@ -245,7 +250,7 @@ func TestEndToEnd(t *testing.T) {
 			fail("no profile after the resolve within %s: %+v", profileWithin, inc.After)
 		}
 	}
-	if err := pagerShows(l, "/incidents/"+page.ID+"/diff/top?si=alloc_space", "Type: alloc_space", guilty); err != nil {
+	if err := l.PagerShows("/incidents/"+page.ID+"/diff/top?si=alloc_space", "Type: alloc_space", guilty); err != nil {
 		fail("the before/after diff: %v", err)
 	}
 	say("pager web UI: the -diff_base view of the page-time and after profiles shows %s", guilty)
@@ -314,6 +319,31 @@ func TestEndToEnd(t *testing.T) {
 	}
 	say("no traffic for %s: no page, nothing new firing in Prometheus", idleQuiet)
 	say("done in %s", time.Since(t0).Round(time.Second))
+}
+
+// pinned reads the versions docker-compose.yml pins its Prometheus and
+// Alertmanager images at.
+var pinned = regexp.MustCompile(`image: prom/(prometheus|alertmanager):v([0-9.]+)`)
+
+// sameVersionsAsCompose holds the lab's Prometheus and Alertmanager to the
+// images compose runs: one version everywhere (make tools builds them).
+func sameVersionsAsCompose(root string, p Probe) error {
+	b, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	if err != nil {
+		return err
+	}
+	want := map[string]string{}
+	for _, m := range pinned.FindAllStringSubmatch(string(b), -1) {
+		want[m[1]] = m[2]
+	}
+	prom, am, err := p.Versions()
+	if err != nil {
+		return err
+	}
+	if prom != want["prometheus"] || am != want["alertmanager"] {
+		return fmt.Errorf("the lab runs Prometheus %s and Alertmanager %s; compose pins %s and %s: run make tools", prom, am, want["prometheus"], want["alertmanager"])
+	}
+	return nil
 }
 
 // dashboardQueries collects every "expr" of the committed dashboards,

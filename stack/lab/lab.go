@@ -98,6 +98,7 @@ const DefaultTenants = "sk-lab-acme=acme:1000000000:256,sk-lab-globex=globex:100
 
 // Lab is a running lab.
 type Lab struct {
+	Probe
 	cfg   Config
 	mu    sync.Mutex
 	procs map[string]*proc
@@ -148,7 +149,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	l := &Lab{cfg: cfg, procs: map[string]*proc{}}
+	l := &Lab{Probe: Probe{cfg.Addrs}, cfg: cfg, procs: map[string]*proc{}}
 	defer func() {
 		if err != nil {
 			l.Stop()
@@ -167,10 +168,12 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if err := l.render(); err != nil {
 		return nil, err
 	}
-	promBin, amBin, err := findPrometheus()
+	promBin, amBin, err := findPrometheus(cfg.Root)
 	if err != nil {
 		return nil, err
 	}
+	l.say("%s: %s", promBin, version(ctx, promBin))
+	l.say("%s: %s", amBin, version(ctx, amBin))
 	a := cfg.Addrs
 	steps := []struct {
 		name  string
@@ -321,19 +324,46 @@ func (l *Lab) render() error {
 	return nil
 }
 
-// findPrometheus finds the real binaries; Debian names Alertmanager
-// prometheus-alertmanager.
-func findPrometheus() (string, string, error) {
-	prom, err := exec.LookPath("prometheus")
-	if err != nil {
-		return "", "", errors.New("lab: prometheus not found: run `make tools` (Debian's prometheus package)")
-	}
-	for _, name := range []string{"alertmanager", "prometheus-alertmanager"} {
-		if am, err := exec.LookPath(name); err == nil {
-			return prom, am, nil
+// findPrometheus finds the real binaries: those `make tools` builds into
+// the repo's bin/ at the versions compose pins (tools/prometheus,
+// tools/alertmanager), else the first on the PATH, which may be another
+// version (Debian names Alertmanager prometheus-alertmanager).
+func findPrometheus(root string) (prom, am string, err error) {
+	look := func(names ...string) string {
+		for _, name := range names {
+			if p := filepath.Join(root, "bin", name); isExecutable(p) {
+				return p
+			}
 		}
+		for _, name := range names {
+			if p, err := exec.LookPath(name); err == nil {
+				return p
+			}
+		}
+		return ""
 	}
-	return "", "", errors.New("lab: alertmanager not found: run `make tools` (Debian's prometheus-alertmanager package)")
+	if prom = look("prometheus"); prom == "" {
+		return "", "", errors.New("lab: prometheus not found: run `make tools` (it builds Prometheus v3.16.0 into bin/)")
+	}
+	if am = look("alertmanager", "prometheus-alertmanager"); am == "" {
+		return "", "", errors.New("lab: alertmanager not found: run `make tools` (it builds Alertmanager v0.35.0 into bin/)")
+	}
+	return prom, am, nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// version is the first line of a Prometheus binary's --version.
+func version(ctx context.Context, bin string) string {
+	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput() //nolint:gosec // G204: a binary findPrometheus chose
+	if err != nil {
+		return "unknown version (" + err.Error() + ")"
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line)
 }
 
 // start runs one process in its own process group, logging to

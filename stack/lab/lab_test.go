@@ -75,18 +75,18 @@ func TestChecksFailWhenThePagerOrPrometheusCannotBeRead(t *testing.T) {
 	erring.Pager = strings.TrimPrefix(broken.URL, "http://")
 	erring.Prometheus = erring.Pager
 	for name, addrs := range map[string]Addrs{"nothing listening": dead, "500": erring} {
-		l := &Lab{cfg: Config{Addrs: addrs}}
+		l := &Lab{Probe: Probe{addrs}}
 		if _, err := newPage(l, "old"); err == nil {
 			t.Errorf("%s: newPage found no new page instead of failing", name)
 		}
-		if _, err := find(l, "id"); err == nil {
-			t.Errorf("%s: find returned no incident instead of failing", name)
+		if _, err := l.Incident("id"); err == nil {
+			t.Errorf("%s: Incident returned none instead of failing", name)
 		}
 		if _, err := firing(l, "availability", "page"); err == nil {
 			t.Errorf("%s: firing said silent instead of failing", name)
 		}
-		if err := pagerShows(l, "/"); err == nil {
-			t.Errorf("%s: pagerShows passed instead of failing", name)
+		if err := l.PagerShows("/"); err == nil {
+			t.Errorf("%s: PagerShows passed instead of failing", name)
 		}
 	}
 }
@@ -110,14 +110,14 @@ func TestWatchFlagsWhatTheScenarioDoesNotAllow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWatch(&Lab{cfg: Config{Addrs: addrs}}, sc)
+	w := newWatch(&Lab{Probe: Probe{addrs}}, sc)
 	if err := w.poll(); err != nil {
 		t.Fatal(err)
 	}
 	if v := w.violations(); len(v) != 1 || !strings.Contains(v[0], "before the fault") {
 		t.Fatalf("an alert before the fault: %q", v)
 	}
-	w = newWatch(&Lab{cfg: Config{Addrs: addrs}}, sc)
+	w = newWatch(&Lab{Probe: Probe{addrs}}, sc)
 	w.inject(time.Now())
 	am = `[` + alert("stream-latency", "page") + `]`
 	pager = `[{"id":"1","slo":"ttft","severity":"page","status":"firing","timeline":[{"kind":"firing","receiver":"pager-ticket"}]}]`
@@ -139,7 +139,7 @@ func TestWatchFlagsWhatTheScenarioDoesNotAllow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := newWatch(&Lab{cfg: Config{Addrs: dead}}, sc).poll(); err == nil {
+	if err := newWatch(&Lab{Probe: Probe{dead}}, sc).poll(); err == nil {
 		t.Fatal("nothing listening must fail the poll")
 	}
 }
@@ -187,7 +187,7 @@ func TestMatrixChecksFailWhatTheyGuard(t *testing.T) {
 		"stalled load":   {map[string]string{`outcome="ok"}[2m]`: vector("", "3")}, "streams/s"},
 		"no load at all": {map[string]string{}, "no streams counted"},
 	} {
-		l := &Lab{cfg: Config{Addrs: Addrs{Prometheus: fakeProm(t, c.results)}}}
+		l := &Lab{Probe: Probe{Addrs{Prometheus: fakeProm(t, c.results)}}}
 		_, err := measureBurn(l, tail)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
@@ -198,7 +198,7 @@ func TestMatrixChecksFailWhatTheyGuard(t *testing.T) {
 	}))
 	defer pager.Close()
 	fired := func(alerts string) error {
-		l := &Lab{cfg: Config{Addrs: Addrs{Prometheus: fakeProm(t, map[string]string{"ALERTS": alerts}), Pager: strings.TrimPrefix(pager.URL, "http://")}}}
+		l := &Lab{Probe: Probe{Addrs{Prometheus: fakeProm(t, map[string]string{"ALERTS": alerts}), Pager: strings.TrimPrefix(pager.URL, "http://")}}}
 		return firedOverTheRun(l, tail, time.Minute)
 	}
 	if err := fired(vector(`"sloth_slo":"stream-latency","severity":"ticket"`, "1")); err != nil {

@@ -4,21 +4,30 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"burnlab/shared/incident"
 	"burnlab/shared/scenario"
 )
 
-// Incidents asks the lab's pager.
-func (l *Lab) Incidents() ([]incident.Incident, error) {
+// Probe reads a running stack through the contract's addresses: the
+// pager's API and web UI, Prometheus's and Alertmanager's APIs and the
+// upstream's scenario control. A native lab has one (Lab embeds it); a
+// compose stack publishes the same ports, so DefaultAddrs reads it.
+type Probe struct{ Addrs Addrs }
+
+// Incidents asks the stack's pager.
+func (l Probe) Incidents() ([]incident.Incident, error) {
 	// Not `return incs, getJSON(…, &incs)`: the spec leaves it open
 	// whether incs is read before or after the call fills it.
 	var incs []incident.Incident
-	if err := getJSON("http://"+l.cfg.Addrs.Pager+"/api/incidents", &incs); err != nil {
+	if err := getJSON("http://"+l.Addrs.Pager+"/api/incidents", &incs); err != nil {
 		return nil, err
 	}
 	return incs, nil
@@ -31,13 +40,13 @@ type Alert struct {
 }
 
 // Alerts asks the lab's Prometheus which alerts are pending or firing.
-func (l *Lab) Alerts() ([]Alert, error) {
+func (l Probe) Alerts() ([]Alert, error) {
 	var r struct {
 		Data struct {
 			Alerts []Alert `json:"alerts"`
 		} `json:"data"`
 	}
-	if err := getJSON("http://"+l.cfg.Addrs.Prometheus+"/api/v1/alerts", &r); err != nil {
+	if err := getJSON("http://"+l.Addrs.Prometheus+"/api/v1/alerts", &r); err != nil {
 		return nil, err
 	}
 	return r.Data.Alerts, nil
@@ -55,31 +64,21 @@ type AMAlert struct {
 }
 
 // AMAlerts asks the lab's Alertmanager which alerts it holds.
-func (l *Lab) AMAlerts() ([]AMAlert, error) {
+func (l Probe) AMAlerts() ([]AMAlert, error) {
 	var alerts []AMAlert
-	if err := getJSON("http://"+l.cfg.Addrs.Alertmanager+"/api/v2/alerts", &alerts); err != nil {
+	if err := getJSON("http://"+l.Addrs.Alertmanager+"/api/v2/alerts", &alerts); err != nil {
 		return nil, err
 	}
 	return alerts, nil
 }
 
-// Query evaluates an instant PromQL query on the lab's Prometheus and
+// Query evaluates an instant PromQL query on the stack's Prometheus and
 // returns the value of each series, keyed by its labels.
-func (l *Lab) Query(q string) (map[string]float64, error) {
-	samples, err := l.query(q)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, s := range samples {
-		out[fmt.Sprint(s.labels)] = s.value
-	}
-	return out, nil
-}
+func (l Probe) Query(q string) (map[string]float64, error) { return l.QueryAt(q, time.Time{}) }
 
 // Series returns the label sets an instant query's result has.
-func (l *Lab) Series(q string) ([]map[string]string, error) {
-	samples, err := l.query(q)
+func (l Probe) Series(q string) ([]map[string]string, error) {
+	samples, err := l.query(q, time.Time{})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +94,24 @@ type sample struct {
 	value  float64
 }
 
-func (l *Lab) query(q string) ([]sample, error) {
+// QueryAt is Query at a past time; the zero time is now.
+func (l Probe) QueryAt(q string, at time.Time) (map[string]float64, error) {
+	samples, err := l.query(q, at)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, s := range samples {
+		out[fmt.Sprint(s.labels)] = s.value
+	}
+	return out, nil
+}
+
+func (l Probe) query(q string, at time.Time) ([]sample, error) {
+	param := ""
+	if !at.IsZero() {
+		param = "&time=" + strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', 3, 64)
+	}
 	var r struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
@@ -106,7 +122,7 @@ func (l *Lab) query(q string) ([]sample, error) {
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if err := getJSON("http://"+l.cfg.Addrs.Prometheus+"/api/v1/query?query="+url.QueryEscape(q), &r); err != nil {
+	if err := getJSON("http://"+l.Addrs.Prometheus+"/api/v1/query?query="+url.QueryEscape(q)+param, &r); err != nil {
 		return nil, err
 	}
 	if r.Status != "success" {
@@ -123,10 +139,70 @@ func (l *Lab) query(q string) ([]sample, error) {
 	return out, nil
 }
 
+// Versions are the running Prometheus's and Alertmanager's release
+// versions, as their APIs report them (3.16.0, 0.35.0).
+func (l Probe) Versions() (prometheus, alertmanager string, err error) {
+	var p struct {
+		Data struct {
+			Version string `json:"version"`
+		} `json:"data"`
+	}
+	if err := getJSON("http://"+l.Addrs.Prometheus+"/api/v1/status/buildinfo", &p); err != nil {
+		return "", "", err
+	}
+	var a struct {
+		VersionInfo struct {
+			Version string `json:"version"`
+		} `json:"versionInfo"`
+	}
+	if err := getJSON("http://"+l.Addrs.Alertmanager+"/api/v2/status", &a); err != nil {
+		return "", "", err
+	}
+	return p.Data.Version, a.VersionInfo.Version, nil
+}
+
+// Incident is the pager's incident id; one with an empty ID when the
+// pager holds none by that ID.
+func (l Probe) Incident(id string) (incident.Incident, error) {
+	incs, err := l.Incidents()
+	if err != nil {
+		return incident.Incident{}, err
+	}
+	for _, inc := range incs {
+		if inc.ID == id {
+			return inc, nil
+		}
+	}
+	return incident.Incident{}, nil
+}
+
+// PagerShows reads a page of the pager's web UI and says what of want it
+// lacks (each as the page's HTML escapes it).
+func (l Probe) PagerShows(path string, want ...string) error {
+	resp, err := http.Get("http://" + l.Addrs.Pager + path)
+	if err != nil {
+		return fmt.Errorf("pager web UI: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("pager web UI %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pager web UI %s: %s", path, resp.Status)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(b), html.EscapeString(w)) {
+			return fmt.Errorf("pager web UI %s does not show %q", path, w)
+		}
+	}
+	return nil
+}
+
 // SetScenario starts a scenario of shared/scenario on the lab's upstream
 // (none clears it), as make scenario does.
-func (l *Lab) SetScenario(ctx context.Context, name string) error {
-	return scenario.Set(ctx, "http://"+l.cfg.Addrs.Upstream, name)
+func (l Probe) SetScenario(ctx context.Context, name string) error {
+	return scenario.Set(ctx, "http://"+l.Addrs.Upstream, name)
 }
 
 func getJSON(u string, v any) error {

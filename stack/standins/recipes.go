@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,24 +132,10 @@ type prom struct {
 // image reads the module's release version (its VERSION file: 3.16.0 for
 // module v0.316.0) and lays out the image.
 func (p prom) image(ctx context.Context, m Machine) (*image, error) {
-	dir, modVersion, err := moduleDir(ctx, m, p.tools, p.module)
+	out := filepath.Join(m.Out, "bin", p.name)
+	b, dir, modVersion, release, err := p.build(ctx, m, out)
 	if err != nil {
 		return nil, err
-	}
-	rel, err := os.ReadFile(filepath.Join(dir, "VERSION"))
-	if err != nil {
-		return nil, fmt.Errorf("standins: %s: %w", p.module, err)
-	}
-	release := strings.TrimSpace(string(rel))
-	out := filepath.Join(m.Out, "bin", p.name)
-	b := goBuild{
-		module:  p.tools,
-		ldflags: "-X github.com/prometheus/common/version.Version=" + release + " -X github.com/prometheus/common/version.BuildUser=burnlab-standin",
-		out:     out,
-		patch:   p.patch,
-	}
-	for _, c := range p.binaries {
-		b.pkgs = append(b.pkgs, p.module+"/cmd/"+c)
 	}
 	im := &image{
 		name: p.name, repo: repoPrefix + p.name, version: "v" + release, pin: "prom/" + p.name + ":v" + release,
@@ -180,6 +167,63 @@ func (p prom) image(ctx context.Context, m Machine) (*image, error) {
 		"CMD " + string(cmd),
 	}
 	return im, nil
+}
+
+// build is the Go build of the binaries into out, from the module at the
+// version its tool module pins; dir is that module's source, release its
+// VERSION file (3.16.0).
+func (p prom) build(ctx context.Context, m Machine, out string) (b goBuild, dir, modVersion, release string, err error) {
+	dir, modVersion, err = moduleDir(ctx, m, p.tools, p.module)
+	if err != nil {
+		return b, "", "", "", err
+	}
+	rel, err := os.ReadFile(filepath.Join(dir, "VERSION"))
+	if err != nil {
+		return b, "", "", "", fmt.Errorf("standins: %s: %w", p.module, err)
+	}
+	release = strings.TrimSpace(string(rel))
+	b = goBuild{
+		module:  p.tools,
+		ldflags: "-X github.com/prometheus/common/version.Version=" + release + " -X github.com/prometheus/common/version.BuildUser=burnlab-standin",
+		out:     out,
+		patch:   p.patch,
+	}
+	for _, c := range p.binaries {
+		b.pkgs = append(b.pkgs, p.module+"/cmd/"+c)
+	}
+	return b, dir, modVersion, release, nil
+}
+
+// Tools builds the pinned Prometheus, promtool, Alertmanager and amtool
+// for this machine into dir: the builds the stand-in images hold, so the
+// native lab, the rule and config checks and compose run one version.
+// Go's build cache makes a build with nothing changed take seconds.
+func Tools(ctx context.Context, root, goCmd, dir string, log io.Writer) error {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return fmt.Errorf("standins: %w", err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return fmt.Errorf("standins: %w", err)
+	}
+	// Out holds the patched module copy; no busybox is needed.
+	m := Machine{Root: root, Out: filepath.Join(dir, ".standins"), Go: goCmd}
+	env, err := output(ctx, "", nil, goCmd, "env", "GOVERSION")
+	if err != nil {
+		return err
+	}
+	m.GoVersion = strings.TrimSpace(string(env))
+	for _, p := range []prom{prometheus, alertmanager} {
+		b, _, modVersion, release, err := p.build(ctx, m, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "standins: %s %s (module %s): go build %s into %s\n", p.name, release, modVersion, strings.Join(p.binaries, ", "), dir)
+		if err := b.run(ctx, m); err != nil {
+			return fmt.Errorf("standins: %s: %w", p.name, err)
+		}
+	}
+	return nil
 }
 
 var prometheus = prom{

@@ -5,6 +5,11 @@
 // starts the stack with the override.
 //
 //	standins [-root .] [-out .offline] [-busybox /bin/busybox]
+//	standins -tools bin [-root .]
+//
+// With -tools it builds only the pinned Prometheus, promtool, Alertmanager
+// and amtool into that folder, for the native lab and the rule checks
+// (make tools).
 package main
 
 import (
@@ -32,9 +37,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.Busybox, "busybox", "/bin/busybox", "a statically linked busybox (Debian's busybox-static)")
 	fs.StringVar(&o.Go, "go", "go", "the go command: its GOROOT goes into the Go image, and it builds Prometheus and Alertmanager")
 	docker := fs.String("docker", "docker", "the docker CLI")
+	tools := fs.String("tools", "", "build only Prometheus, promtool, Alertmanager and amtool at the pinned versions into this folder")
 	service.Usage(fs, nil, "standins: build the stand-in images, stage the build context, write the compose override\n\nFlags:\n")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *tools != "" {
+		return standins.Tools(ctx, o.Root, o.Go, *tools, stdout)
 	}
 	o.Engine = standins.Docker{Command: *docker}
 	r, err := standins.Run(ctx, o)

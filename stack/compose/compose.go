@@ -4,6 +4,12 @@
 // that they can be checked on a machine with no Docker engine. Its tests hold
 // the compose stack to the native lab (package lab), which the end-to-end
 // test runs.
+//
+// It is the check that guards docker-compose.yml and the Dockerfile (make
+// check-compose): a change to either goes with its test here. It is a
+// module of its own, out of go.work, so that compose-go and buildkit cannot
+// move the services' dependency versions. docs/tests.md maps each package
+// of stack/ to the artefact it guards.
 package compose
 
 import (

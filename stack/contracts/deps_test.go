@@ -1,6 +1,8 @@
 // Package contracts holds the repo to the agreements between its parts:
 // the dependency direction (services → shared; stack → services; nothing →
-// stack) and the SLO numbers that the Sloth spec and the code both state.
+// stack), the SLO numbers that the Sloth spec and the code both state, and
+// the Markdown's relative links, which must lead to files and headings that
+// exist.
 package contracts
 
 import (

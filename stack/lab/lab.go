@@ -2,6 +2,12 @@
 // files as docker compose, as local processes on 127.0.0.1, with real
 // Prometheus and Alertmanager. Only addresses differ from compose, and they
 // come from one table (Addrs), rendered into the repo's config files.
+//
+// The lab is the stack's reference: its end-to-end tests (make e2e) prove
+// the story the README tells on it, package compose holds
+// docker-compose.yml and the Dockerfile to it, and package kubernetes
+// holds deploy/kubernetes to it. docs/tests.md maps each package of stack/
+// to the artefact it guards.
 package lab
 
 import (

@@ -24,7 +24,7 @@ build: ## build every binary (both gateway variants) into bin/
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/pager ./alertmanager/pager/cmd/pager
 
 .PHONY: check
-check: ## the inner loop: vet, lint and every unit test (-race, both gateway builds), no e2e (~2 min warm)
+check: chromium ## the inner loop: vet, lint and every unit test (-race, both gateway builds), no e2e (~2 min warm)
 	$(GO) version
 	$(GO) vet $(MODULES)
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
@@ -62,16 +62,21 @@ export PATH := $(abspath $(BIN)):$(PATH)
 PROM_BINS := $(addprefix $(BIN)/,prometheus promtool alertmanager amtool)
 PROM_PINS := $(wildcard tools/prometheus/go.* tools/alertmanager/go.*)
 .PHONY: tools
-tools: compose-plugin busybox $(PROM_BINS) ## install what the tests need: Prometheus and Alertmanager (pinned, into bin/), Compose v2, Chromium, nginx, busybox-static
-	@missing=""; pkgs=""; \
-	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { missing="$$missing chromium"; pkgs="$$pkgs chromium"; }; \
-	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { missing="$$missing nginx"; pkgs="$$pkgs nginx"; }; \
-	if [ -n "$$missing" ]; then \
-		echo "installing$$pkgs (missing:$$missing)"; \
-		command -v apt-get >/dev/null || { echo "no apt-get: install$$missing yourself" >&2; exit 1; }; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$pkgs >/dev/null; \
-	fi; promtool --version | head -1
+tools: compose-plugin busybox chromium $(PROM_BINS) ## install what the tests need: Prometheus and Alertmanager (pinned, into bin/), Compose v2, Chromium, nginx, busybox-static
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || $(call apt,nginx)
+	@promtool --version | head -1
+
+# apt installs Debian packages ($1), with sudo unless root.
+apt = { echo "installing $1 (missing)"; \
+	command -v apt-get >/dev/null || { echo "no apt-get: install $1 yourself" >&2; exit 1; }; \
+	SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $1 >/dev/null; }
+
+# make check runs the pager UI's browser test (stack/pagerweb), so even the
+# inner loop needs Chromium on a fresh clone.
+.PHONY: chromium
+chromium: ## install Debian's Chromium, for the pager web UI's browser test, when missing
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || $(call apt,chromium)
 
 # One recipe makes all four (&:), once, whichever is asked for.
 $(PROM_BINS) &: $(PROM_PINS)
@@ -172,12 +177,7 @@ bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 # -targets direct,reverseproxy,gateway-fixed, -o bench-proxy.json.
 .PHONY: bench-proxy
 bench-proxy: ## CPU/stream, streams/s, p50/p99 and heap/stream: direct, ReverseProxy, nginx, both gateways (~1 min; installs nginx)
-	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || { \
-		echo "installing nginx (missing)"; \
-		command -v apt-get >/dev/null || { echo "no apt-get: install nginx yourself, or leave it out with BENCH_PROXY_FLAGS='-targets direct,reverseproxy,gateway-fixed,gateway-baseline'" >&2; exit 1; }; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends nginx >/dev/null; \
-	}
+	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || $(call apt,nginx)
 	$(GO) run ./stack/cmd/bench-proxy $(BENCH_PROXY_FLAGS)
 
 # -fuzzminimizetime: minimizing a large new input otherwise takes up to a
@@ -264,12 +264,7 @@ up: $(STAGE) ## docker compose: build and start the stack in the background (the
 BUSYBOX ?= /bin/busybox
 .PHONY: busybox
 busybox: ## install Debian's busybox-static (the stand-ins' shell) unless BUSYBOX names another
-	@if [ "$(BUSYBOX)" = /bin/busybox ] && ! dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then \
-		echo "installing busybox-static (the stand-ins' shell)"; \
-		command -v apt-get >/dev/null || { echo "no apt-get: pass a static busybox as BUSYBOX=path" >&2; exit 1; }; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends busybox-static >/dev/null; \
-	fi
+	@[ "$(BUSYBOX)" != /bin/busybox ] || dpkg-query -W -f='$${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || $(call apt,busybox-static)
 
 .PHONY: standins
 standins: busybox ## build the stand-in images an engine with no registry lacks; stage the build context and compose override in .offline/

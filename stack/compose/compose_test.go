@@ -179,7 +179,7 @@ func TestBindMountsExistAndAreReadOnly(t *testing.T) {
 func TestStateLivesInNamedVolumes(t *testing.T) {
 	p := load(t)
 	for svc, target := range map[string]string{
-		lab.Prometheus: "/prometheus", "grafana": "/var/lib/grafana", lab.Pager: "/var/lib/burnlab", lab.Loadgen: "/var/lib/burnlab",
+		lab.Prometheus: "/prometheus", lab.Alertmanager: "/alertmanager", "grafana": "/var/lib/grafana", lab.Pager: "/var/lib/burnlab", lab.Loadgen: "/var/lib/burnlab",
 	} {
 		found := false
 		for _, v := range p.Services[svc].Volumes {

@@ -57,8 +57,12 @@ func expectedBurn(path string) (float64, error) {
 }
 
 // TestEndToEnd drives the native lab through the write-up's incident:
-// baseline pages, the switch to fixed resolves the page and nothing new
-// fires, and with no traffic nothing fires at all.
+// baseline pages at the burn the calibration promised, every dashboard
+// query has data, the switch to fixed resolves the page and nothing new
+// fires, and with no traffic nothing fires at all. What the compose e2e
+// proves on the same files (stack/compose: the profile after the resolve,
+// the before/after diff) is not proved again here; the pager's web UI is
+// stack/pagerweb's, in a browser.
 func TestEndToEnd(t *testing.T) {
 	root, _ := filepath.Abs("../..")
 	addrs, err := FreeAddrs()
@@ -170,11 +174,6 @@ func TestEndToEnd(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	if err := l.PagerShows("/", page.ID, guilty); err != nil {
-		fail("%v", err)
-	}
-	say("pager web UI http://%s/ lists the page with %s", addrs.Pager, guilty)
-
 	// The Grafana dashboard's every query returns data from this Prometheus.
 	queries := dashboardQueries(t, root)
 	var empty []string
@@ -237,23 +236,6 @@ func TestEndToEnd(t *testing.T) {
 	resolved := time.Now()
 	regression.resolved = fmt.Sprintf("%ds (from the switch)", int(resolved.Sub(switched).Seconds()))
 	say("RESOLVED %s after the switch; burn over 2m %s", resolved.Sub(switched).Round(time.Second), burn())
-	for deadline := time.Now().Add(profileWithin); ; time.Sleep(2 * time.Second) {
-		inc, err := l.Incident(page.ID)
-		if err != nil {
-			fail("pager: %v", err)
-		}
-		if inc.After != nil && inc.After.Error == "" && len(inc.After.Top) > 0 {
-			say("PROFILE after the resolve: top alloc_space %s (%.1f%%)", inc.After.Top[0].Function, inc.After.Top[0].FlatPct)
-			break
-		}
-		if time.Now().After(deadline) {
-			fail("no profile after the resolve within %s: %+v", profileWithin, inc.After)
-		}
-	}
-	if err := l.PagerShows("/incidents/"+page.ID+"/diff/top?si=alloc_space", "Type: alloc_space", guilty); err != nil {
-		fail("the before/after diff: %v", err)
-	}
-	say("pager web UI: the -diff_base view of the page-time and after profiles shows %s", guilty)
 	for time.Since(resolved) < fixedQuiet {
 		if inc, err := newPage(l, page.ID); err != nil || inc != "" {
 			fail("a new page fired in the fixed build: %q (%v)", inc, err)

@@ -4,7 +4,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 GO      ?= go
-MODULES := ./shared/... ./gateway/... ./loadgen/... ./alertmanager/pager/... ./grafana/... ./stack/...
+MODULES := ./shared/... ./gateway/... ./loadgen/... ./pager/... ./grafana/... ./stack/...
 BIN     := bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
@@ -21,7 +21,7 @@ build: ## build every binary (both gateway variants) into bin/
 	$(GO) build -trimpath -o $(BIN)/slo-burn-demo ./gateway/cmd/slo-burn-demo
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/upstream ./loadgen/cmd/upstream
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/loadgen ./loadgen/cmd/loadgen
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/pager ./alertmanager/pager/cmd/pager
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/pager ./pager/cmd/pager
 
 .PHONY: check
 check: chromium ## the inner loop: vet, lint and every unit test (-race, both gateway builds), no e2e (~2 min warm)
@@ -189,7 +189,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	$(GO) test $(FUZZ) -fuzz FuzzRedactor ./gateway/internal/redact
 	$(GO) test $(FUZZ) -fuzz FuzzScan ./gateway/internal/chunk
 	$(GO) test $(FUZZ) -fuzz FuzzRewriter ./gateway/internal/proxy
-	$(GO) test $(FUZZ) -fuzz FuzzWebhookPayload ./alertmanager/pager/internal/webhook
+	$(GO) test $(FUZZ) -fuzz FuzzWebhookPayload ./pager/internal/webhook
 
 .PHONY: demo
 demo: ## the write-up's standalone repro (under 3 minutes)

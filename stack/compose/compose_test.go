@@ -702,7 +702,7 @@ func TestPageLinksLeadToThePagersPublishedPort(t *testing.T) {
 	if v := p.Services[lab.Pager].Environment["PAGER_EXTERNAL_URL"]; v != nil {
 		external = *v
 	} else {
-		src, err := os.ReadFile(filepath.Join(root, "alertmanager/pager/cmd/pager/main.go"))
+		src, err := os.ReadFile(filepath.Join(root, "pager/cmd/pager/main.go"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,10 +22,10 @@ var modules = []struct {
 	{"shared", "burnlab/shared", nil},
 	{"gateway", "burnlab/gateway", []string{"burnlab/shared"}},
 	{"loadgen", "burnlab/loadgen", []string{"burnlab/shared"}},
-	{"alertmanager/pager", "burnlab/alertmanager/pager", []string{"burnlab/shared"}},
+	{"pager", "burnlab/pager", []string{"burnlab/shared"}},
 	{"grafana", "burnlab/grafana", []string{"burnlab/shared"}},
 	{"grafana/plugin", "burnlab/grafana/plugin", []string{"burnlab/shared"}},
-	{"stack", "burnlab/stack", []string{"burnlab/shared", "burnlab/gateway", "burnlab/loadgen", "burnlab/alertmanager/pager", "burnlab/grafana"}},
+	{"stack", "burnlab/stack", []string{"burnlab/shared", "burnlab/gateway", "burnlab/loadgen", "burnlab/pager", "burnlab/grafana"}},
 }
 
 func TestDependenciesPointOneWay(t *testing.T) {

@@ -247,7 +247,7 @@ func Binaries() []Binary {
 		{Gateway, gatewayPkg},
 		{Upstream, "./loadgen/cmd/upstream"},
 		{Loadgen, "./loadgen/cmd/loadgen"},
-		{Pager, "./alertmanager/pager/cmd/pager"},
+		{Pager, "./pager/cmd/pager"},
 	}
 }
 

@@ -56,7 +56,7 @@ func TestPagerWebInABrowser(t *testing.T) {
 	for _, b := range []struct{ out, pkg, tags string }{
 		{"gateway-baseline", "./gateway/cmd/gateway", ""},
 		{"gateway-fixed", "./gateway/cmd/gateway", "fixed"},
-		{"pager", "./alertmanager/pager/cmd/pager", ""},
+		{"pager", "./pager/cmd/pager", ""},
 	} {
 		build(buildCtx, t, filepath.Join(bin, b.out), b.pkg, b.tags)
 	}

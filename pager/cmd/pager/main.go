@@ -13,9 +13,9 @@ import (
 	"os"
 	"time"
 
-	"burnlab/alertmanager/pager/internal/store"
-	"burnlab/alertmanager/pager/internal/web"
-	"burnlab/alertmanager/pager/internal/webhook"
+	"burnlab/pager/internal/store"
+	"burnlab/pager/internal/web"
+	"burnlab/pager/internal/webhook"
 	"burnlab/shared/service"
 )
 

@@ -1,4 +1,4 @@
-module burnlab/alertmanager/pager
+module burnlab/pager
 
 go 1.26.0
 
@@ -26,4 +26,4 @@ require (
 
 require burnlab/shared v0.0.0
 
-replace burnlab/shared => ../../shared
+replace burnlab/shared => ../shared

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/pager/internal/store"
 	"burnlab/shared/pproftop"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/rs/zerolog"
 
-	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
 )
 

@@ -27,7 +27,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
 )
 
@@ -617,7 +617,7 @@ func group(n int, start time.Time, pad int) string {
 // alerts one notification of this repo's Alertmanager can carry.
 func maxAlerts(t *testing.T) []int {
 	t.Helper()
-	b, err := os.ReadFile("../../../alertmanager.yml")
+	b, err := os.ReadFile("../../../alertmanager/alertmanager.yml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
 	"burnlab/shared/pproftop"
 )

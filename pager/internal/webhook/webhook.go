@@ -27,7 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
 	"burnlab/shared/openai"
 	"burnlab/shared/pproftop"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"burnlab/alertmanager/pager/internal/store"
+	"burnlab/pager/internal/store"
 )
 
 // fakeGateway stands in for the gateway's /debug/pprof/allocs: it answers

@@ -5,10 +5,14 @@
 // captures a second one from the same source, the "after" of a before/after
 // comparison. Pages and resolves close together share one fetch (see
 // shot), so an alert storm does not load the gateway it diagnoses.
+//
+// By concern: webhook.go receives and validates notifications and stores
+// them; capture.go takes the profiles (shots, their windows and fetches);
+// api.go serves the incidents API and the profile files. Durable writes
+// are the store's (package store).
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -16,10 +20,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
-	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,9 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"burnlab/pager/internal/store"
-	"burnlab/shared/incident"
 	"burnlab/shared/openai"
-	"burnlab/shared/pproftop"
 )
 
 // payload is Alertmanager's webhook body.
@@ -128,29 +126,6 @@ type Handler struct {
 	// stored, when set (by a test), is called with each notification's
 	// new alerts once they are stored, before they are announced.
 	stored func([]store.Accepted)
-}
-
-// clock is the time the captures' windows are measured in; a test's is a
-// fake one it moves on.
-type clock interface {
-	Now() time.Time
-	// Sleep waits d (more than 0), or until ctx ends.
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // New registers the pager's metrics on reg and returns its Handler.
@@ -359,25 +334,6 @@ func validFingerprint(fp string) bool {
 	return true
 }
 
-// profileName is the file a page's profile is kept in, under the profiles
-// directory: made only of the alert's validated fingerprint, its start and
-// a fixed suffix ("" at page time, "-after" once resolved).
-func profileName(a store.Alert, suffix string) (string, error) {
-	if !validFingerprint(a.Fingerprint) {
-		return "", fmt.Errorf("no profile file for fingerprint %.40q", a.Fingerprint)
-	}
-	return fmt.Sprintf("%s-%d%s.pb.gz", a.Fingerprint, a.StartsAt.Unix(), suffix), nil
-}
-
-// IncidentURL is an incident's page in the web UI, or "" without an
-// external URL.
-func (h *Handler) IncidentURL(id string) string {
-	if h.cfg.ExternalURL == "" {
-		return ""
-	}
-	return h.cfg.ExternalURL + "/incidents/" + id
-}
-
 // severityLabel bounds the severity label of the pager's metrics: a label
 // value taken as sent would let any client add a series per request.
 func severityLabel(severity string) string {
@@ -386,43 +342,6 @@ func severityLabel(severity string) string {
 		return severity
 	}
 	return "other"
-}
-
-// capture is what an alert of a notification starts: the page-time
-// capture of a new page (shot, and done, closed once it is recorded), or,
-// for its resolve, the one after (after, and pending, the page-time
-// capture it waits for, if that is still running).
-type capture struct {
-	shot    *shot
-	done    chan struct{}
-	after   bool
-	pending chan struct{}
-}
-
-// register decides the captures of a notification's new alerts; the
-// caller holds h.ordering, from storing the notification on. A resolve
-// whose page's capture was not registered yet would find none to wait for
-// and, the page having no profile yet, take none after.
-func (h *Handler) register(accepted []store.Accepted) []capture {
-	out := make([]capture, len(accepted))
-	if h.cfg.ProfileURL == "" {
-		return out
-	}
-	for i, a := range accepted {
-		if a.NewPage {
-			// Joined here, in the order the pages arrived.
-			out[i].shot, out[i].done = h.join(a, "page", h.clock.Now()), make(chan struct{})
-			h.mu.Lock()
-			h.pageCaptures[a.Incident] = out[i].done
-			h.mu.Unlock()
-		}
-		if a.PageResolved {
-			h.mu.Lock()
-			out[i].after, out[i].pending = true, h.pageCaptures[a.Incident]
-			h.mu.Unlock()
-		}
-	}
-	return out
 }
 
 // announce is the on-call's line: PAGE, TICKET or RESOLVED; then it starts
@@ -468,233 +387,4 @@ func (h *Handler) announce(a store.Accepted, c capture) {
 			h.captureAfter(a)
 		})
 	}
-}
-
-// A shot is one fetch of the gateway's heap profile, shared by every
-// capture it serves. A capture asked for at time t is served by the newest
-// shot if that starts no earlier than t, or, for a page-time profile, no
-// earlier than one window before t: allocations counted since the
-// gateway's process started change little within a window. A profile after
-// a resolve must be taken after it, so it never takes an older shot.
-// Otherwise a new shot is made; it starts at t, or, within the window of the
-// newest, once that window ends. So at most one fetch starts per window,
-// however many pages and resolves arrive, and a storm's captures cost the
-// gateway one profile each window.
-type shot struct {
-	at   time.Time // when its fetch starts
-	name string    // its file, named after the capture that made it
-	kind string    // "page" or "after": that capture's
-	done chan struct{}
-	p    incident.Profile // set before done is closed
-}
-
-// join returns the shot that serves a capture for a at now, making one if
-// none does.
-func (h *Handler) join(a store.Accepted, kind string, now time.Time) *shot {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	window := h.cfg.ProfileWindow
-	if l := h.last; l != nil && (!l.at.Before(now) || kind == "page" && now.Sub(l.at) < window) {
-		return l
-	}
-	s := &shot{at: now, kind: kind, done: make(chan struct{})}
-	if l := h.last; l != nil && now.Sub(l.at) < window {
-		s.at = l.at.Add(window)
-	}
-	suffix := ""
-	if kind == "after" {
-		suffix = "-after"
-	}
-	name, err := profileName(a.Alert, suffix)
-	if err != nil {
-		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
-		close(s.done)
-		return s
-	}
-	s.name, h.last = name, s
-	h.captures.Go(func() { h.take(s, a.Incident) })
-	return s
-}
-
-// take waits for the shot's start and a free fetch, and fetches.
-func (h *Handler) take(s *shot, by string) {
-	defer close(s.done)
-	if wait := s.at.Sub(h.clock.Now()); wait > 0 && h.clock.Sleep(h.waits, wait) != nil {
-		s.p = incident.Profile{Error: "the pager stopped before the capture's window came", TakenAt: time.Now()}
-		return
-	}
-	select {
-	case h.fetching <- struct{}{}:
-		defer func() { <-h.fetching }()
-	case <-h.captureCtx.Done():
-		s.p = incident.Profile{Error: "the pager stopped before the capture's turn came", TakenAt: time.Now()}
-		return
-	}
-	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
-	defer cancel()
-	p, err := h.fetch(ctx, s.name)
-	if err != nil {
-		h.fetches.WithLabelValues("error").Inc()
-		h.cfg.Log.Error().Err(err).Str("incident", by).Str("when", s.kind).Msg("profile capture failed")
-		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
-		return
-	}
-	h.fetches.WithLabelValues("ok").Inc()
-	msg, ev := "PROFILE top alloc_space at page time", h.cfg.Log.Warn()
-	if s.kind == "after" {
-		msg, ev = "PROFILE top alloc_space after resolve", h.cfg.Log.Info()
-	}
-	ev = ev.Str("incident", by).Int64("total_bytes", p.Total).Str("file", p.File)
-	for i, e := range p.Top[:min(3, len(p.Top))] {
-		ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
-	}
-	ev.Msg(msg)
-	s.p = p
-}
-
-// record waits for the shot and records its profile on a's incident: at
-// page time (kind "page") or after the resolve ("after"). It runs beside
-// the webhook: a slow or dead gateway never delays the page.
-func (h *Handler) record(a store.Accepted, kind string, s *shot) {
-	<-s.done
-	result := "ok"
-	if s.p.Error != "" {
-		result = "error"
-	}
-	h.profiles.WithLabelValues(kind, result).Inc()
-	add := h.cfg.Store.AddProfile
-	if kind == "after" {
-		add = h.cfg.Store.AddAfterProfile
-	}
-	if err := add(a.Incident, s.p, time.Now()); err != nil {
-		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store profile record")
-	}
-}
-
-// captureAfter takes the second profile of a resolved page, from the same
-// source and read the same way, so the web UI can show the page-time
-// profile's functions against it. A page with no page-time profile has
-// nothing to compare and gets none.
-func (h *Handler) captureAfter(a store.Accepted) {
-	id := a.Incident
-	inc, ok := h.cfg.Store.Incident(id)
-	if !ok || inc.Profile == nil || inc.Profile.File == "" || inc.After != nil {
-		h.cfg.Log.Info().Str("incident", id).Msg("no page-time profile to compare with: no profile taken after the resolve")
-		return
-	}
-	// Asked now, once the page-time profile is in: the shot taken is
-	// younger than both it and the resolve.
-	h.record(a, "after", h.join(a, "after", h.clock.Now()))
-}
-
-// fetch reads the gateway's profile, summarises it and stores it as name.
-func (h *Handler) fetch(ctx context.Context, name string) (incident.Profile, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.ProfileURL, nil)
-	if err != nil {
-		return incident.Profile{}, err
-	}
-	resp, err := h.cfg.Client.Do(req)
-	if err != nil {
-		return incident.Profile{}, fmt.Errorf("fetching %s: %w", h.cfg.ProfileURL, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return incident.Profile{}, fmt.Errorf("fetching %s: %s", h.cfg.ProfileURL, resp.Status)
-	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return incident.Profile{}, fmt.Errorf("reading profile: %w", err)
-	}
-	prof, err := pproftop.Parse(bytes.NewReader(raw))
-	if err != nil {
-		return incident.Profile{}, err
-	}
-	top, total, err := pproftop.Top(prof, "alloc_space", 10)
-	if err != nil {
-		return incident.Profile{}, err
-	}
-	if err := h.cfg.Store.SaveProfile(name, raw); err != nil {
-		return incident.Profile{}, fmt.Errorf("storing profile: %w", err)
-	}
-	p := incident.Profile{File: path.Join(store.ProfilesDir, name), Total: total, TakenAt: time.Now()}
-	for _, e := range top {
-		p.Top = append(p.Top, incident.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
-	}
-	return p, nil
-}
-
-// listIncidents serves one page of the incidents, newest first, as a JSON
-// array as it always was: a client that reads the array gets the newest
-// store.PageSize. The query takes page and the filters store.ParseQuery
-// reads; the Link header (RFC 8288) names the first, previous, next and
-// last pages, and X-Total-Count how many incidents the filter takes.
-func (h *Handler) listIncidents(w http.ResponseWriter, r *http.Request) {
-	f, number, err := store.ParseQuery(r.URL.Query())
-	if err != nil {
-		fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	page := h.cfg.Store.List(f, number, store.PageSize)
-	if page.Number > page.Pages {
-		fail(w, http.StatusBadRequest, fmt.Sprintf("page %d is past the last, %d", page.Number, page.Pages))
-		return
-	}
-	for i := range page.Incidents {
-		page.Incidents[i].URL = h.IncidentURL(page.Incidents[i].ID)
-	}
-	link := func(n int, rel string) string {
-		return fmt.Sprintf(`<%s>; rel="%s"`, (&url.URL{Path: r.URL.Path, RawQuery: f.Values(n).Encode()}).String(), rel)
-	}
-	links := []string{link(1, "first")}
-	if page.Number > 1 {
-		links = append(links, link(page.Number-1, "prev"))
-	}
-	if page.Number < page.Pages {
-		links = append(links, link(page.Number+1, "next"))
-	}
-	links = append(links, link(page.Pages, "last"))
-	w.Header().Set("Link", strings.Join(links, ", "))
-	w.Header().Set("X-Total-Count", strconv.Itoa(page.Total))
-	w.Header().Set("Content-Type", "application/json")
-	if page.Incidents == nil {
-		page.Incidents = []incident.Incident{}
-	}
-	json.NewEncoder(w).Encode(page.Incidents)
-}
-
-func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {
-	inc, ok := h.cfg.Store.Incident(r.PathValue("id"))
-	if !ok {
-		fail(w, http.StatusNotFound, "no incident "+r.PathValue("id"))
-		return
-	}
-	inc.URL = h.IncidentURL(inc.ID)
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(inc)
-}
-
-// getProfile serves the stored pprof profile of an incident, for
-// `go tool pprof` and the Grafana plugin's flame graph.
-func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	inc, ok := h.cfg.Store.Incident(id)
-	if !ok || inc.Profile == nil || inc.Profile.File == "" {
-		fail(w, http.StatusNotFound, "no profile for incident "+id)
-		return
-	}
-	f, fi, err := h.openProfile(inc.Profile.File)
-	if err != nil {
-		h.cfg.Log.Warn().Err(err).Str("incident", id).Msg("not serving the incident's profile")
-		fail(w, http.StatusNotFound, "no profile for incident "+id)
-		return
-	}
-	defer f.Close()
-	w.Header().Set("Content-Type", "application/octet-stream")
-	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
-}
-
-// openProfile opens an incident's profile file: see store.OpenProfile for
-// why the journal's file name is not trusted.
-func (h *Handler) openProfile(file string) (*os.File, os.FileInfo, error) {
-	return h.cfg.Store.OpenProfile(file)
 }

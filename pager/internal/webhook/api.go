@@ -1,0 +1,99 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"burnlab/pager/internal/store"
+	"burnlab/shared/incident"
+)
+
+// IncidentURL is an incident's page in the web UI, or "" without an
+// external URL.
+func (h *Handler) IncidentURL(id string) string {
+	if h.cfg.ExternalURL == "" {
+		return ""
+	}
+	return h.cfg.ExternalURL + "/incidents/" + id
+}
+
+// listIncidents serves one page of the incidents, newest first, as a JSON
+// array as it always was: a client that reads the array gets the newest
+// store.PageSize. The query takes page and the filters store.ParseQuery
+// reads; the Link header (RFC 8288) names the first, previous, next and
+// last pages, and X-Total-Count how many incidents the filter takes.
+func (h *Handler) listIncidents(w http.ResponseWriter, r *http.Request) {
+	f, number, err := store.ParseQuery(r.URL.Query())
+	if err != nil {
+		fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	page := h.cfg.Store.List(f, number, store.PageSize)
+	if page.Number > page.Pages {
+		fail(w, http.StatusBadRequest, fmt.Sprintf("page %d is past the last, %d", page.Number, page.Pages))
+		return
+	}
+	for i := range page.Incidents {
+		page.Incidents[i].URL = h.IncidentURL(page.Incidents[i].ID)
+	}
+	link := func(n int, rel string) string {
+		return fmt.Sprintf(`<%s>; rel="%s"`, (&url.URL{Path: r.URL.Path, RawQuery: f.Values(n).Encode()}).String(), rel)
+	}
+	links := []string{link(1, "first")}
+	if page.Number > 1 {
+		links = append(links, link(page.Number-1, "prev"))
+	}
+	if page.Number < page.Pages {
+		links = append(links, link(page.Number+1, "next"))
+	}
+	links = append(links, link(page.Pages, "last"))
+	w.Header().Set("Link", strings.Join(links, ", "))
+	w.Header().Set("X-Total-Count", strconv.Itoa(page.Total))
+	w.Header().Set("Content-Type", "application/json")
+	if page.Incidents == nil {
+		page.Incidents = []incident.Incident{}
+	}
+	json.NewEncoder(w).Encode(page.Incidents)
+}
+
+func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {
+	inc, ok := h.cfg.Store.Incident(r.PathValue("id"))
+	if !ok {
+		fail(w, http.StatusNotFound, "no incident "+r.PathValue("id"))
+		return
+	}
+	inc.URL = h.IncidentURL(inc.ID)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(inc)
+}
+
+// getProfile serves the stored pprof profile of an incident, for
+// `go tool pprof` and the Grafana plugin's flame graph.
+func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	inc, ok := h.cfg.Store.Incident(id)
+	if !ok || inc.Profile == nil || inc.Profile.File == "" {
+		fail(w, http.StatusNotFound, "no profile for incident "+id)
+		return
+	}
+	f, fi, err := h.openProfile(inc.Profile.File)
+	if err != nil {
+		h.cfg.Log.Warn().Err(err).Str("incident", id).Msg("not serving the incident's profile")
+		fail(w, http.StatusNotFound, "no profile for incident "+id)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
+}
+
+// openProfile opens an incident's profile file: see store.OpenProfile for
+// why the journal's file name is not trusted.
+func (h *Handler) openProfile(file string) (*os.File, os.FileInfo, error) {
+	return h.cfg.Store.OpenProfile(file)
+}

@@ -1,0 +1,238 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"time"
+
+	"burnlab/pager/internal/store"
+	"burnlab/shared/incident"
+	"burnlab/shared/pproftop"
+)
+
+// capture is what an alert of a notification starts: the page-time
+// capture of a new page (shot, and done, closed once it is recorded), or,
+// for its resolve, the one after (after, and pending, the page-time
+// capture it waits for, if that is still running).
+type capture struct {
+	shot    *shot
+	done    chan struct{}
+	after   bool
+	pending chan struct{}
+}
+
+// register decides the captures of a notification's new alerts; the
+// caller holds h.ordering, from storing the notification on. A resolve
+// whose page's capture was not registered yet would find none to wait for
+// and, the page having no profile yet, take none after.
+func (h *Handler) register(accepted []store.Accepted) []capture {
+	out := make([]capture, len(accepted))
+	if h.cfg.ProfileURL == "" {
+		return out
+	}
+	for i, a := range accepted {
+		if a.NewPage {
+			// Joined here, in the order the pages arrived.
+			out[i].shot, out[i].done = h.join(a, "page", h.clock.Now()), make(chan struct{})
+			h.mu.Lock()
+			h.pageCaptures[a.Incident] = out[i].done
+			h.mu.Unlock()
+		}
+		if a.PageResolved {
+			h.mu.Lock()
+			out[i].after, out[i].pending = true, h.pageCaptures[a.Incident]
+			h.mu.Unlock()
+		}
+	}
+	return out
+}
+
+// clock is the time the captures' windows are measured in; a test's is a
+// fake one it moves on.
+type clock interface {
+	Now() time.Time
+	// Sleep waits d (more than 0), or until ctx ends.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// profileName is the file a page's profile is kept in, under the profiles
+// directory: made only of the alert's validated fingerprint, its start and
+// a fixed suffix ("" at page time, "-after" once resolved).
+func profileName(a store.Alert, suffix string) (string, error) {
+	if !validFingerprint(a.Fingerprint) {
+		return "", fmt.Errorf("no profile file for fingerprint %.40q", a.Fingerprint)
+	}
+	return fmt.Sprintf("%s-%d%s.pb.gz", a.Fingerprint, a.StartsAt.Unix(), suffix), nil
+}
+
+// A shot is one fetch of the gateway's heap profile, shared by every
+// capture it serves. A capture asked for at time t is served by the newest
+// shot if that starts no earlier than t, or, for a page-time profile, no
+// earlier than one window before t: allocations counted since the
+// gateway's process started change little within a window. A profile after
+// a resolve must be taken after it, so it never takes an older shot.
+// Otherwise a new shot is made; it starts at t, or, within the window of the
+// newest, once that window ends. So at most one fetch starts per window,
+// however many pages and resolves arrive, and a storm's captures cost the
+// gateway one profile each window.
+type shot struct {
+	at   time.Time // when its fetch starts
+	name string    // its file, named after the capture that made it
+	kind string    // "page" or "after": that capture's
+	done chan struct{}
+	p    incident.Profile // set before done is closed
+}
+
+// join returns the shot that serves a capture for a at now, making one if
+// none does.
+func (h *Handler) join(a store.Accepted, kind string, now time.Time) *shot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	window := h.cfg.ProfileWindow
+	if l := h.last; l != nil && (!l.at.Before(now) || kind == "page" && now.Sub(l.at) < window) {
+		return l
+	}
+	s := &shot{at: now, kind: kind, done: make(chan struct{})}
+	if l := h.last; l != nil && now.Sub(l.at) < window {
+		s.at = l.at.Add(window)
+	}
+	suffix := ""
+	if kind == "after" {
+		suffix = "-after"
+	}
+	name, err := profileName(a.Alert, suffix)
+	if err != nil {
+		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
+		close(s.done)
+		return s
+	}
+	s.name, h.last = name, s
+	h.captures.Go(func() { h.take(s, a.Incident) })
+	return s
+}
+
+// take waits for the shot's start and a free fetch, and fetches.
+func (h *Handler) take(s *shot, by string) {
+	defer close(s.done)
+	if wait := s.at.Sub(h.clock.Now()); wait > 0 && h.clock.Sleep(h.waits, wait) != nil {
+		s.p = incident.Profile{Error: "the pager stopped before the capture's window came", TakenAt: time.Now()}
+		return
+	}
+	select {
+	case h.fetching <- struct{}{}:
+		defer func() { <-h.fetching }()
+	case <-h.captureCtx.Done():
+		s.p = incident.Profile{Error: "the pager stopped before the capture's turn came", TakenAt: time.Now()}
+		return
+	}
+	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
+	defer cancel()
+	p, err := h.fetch(ctx, s.name)
+	if err != nil {
+		h.fetches.WithLabelValues("error").Inc()
+		h.cfg.Log.Error().Err(err).Str("incident", by).Str("when", s.kind).Msg("profile capture failed")
+		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
+		return
+	}
+	h.fetches.WithLabelValues("ok").Inc()
+	msg, ev := "PROFILE top alloc_space at page time", h.cfg.Log.Warn()
+	if s.kind == "after" {
+		msg, ev = "PROFILE top alloc_space after resolve", h.cfg.Log.Info()
+	}
+	ev = ev.Str("incident", by).Int64("total_bytes", p.Total).Str("file", p.File)
+	for i, e := range p.Top[:min(3, len(p.Top))] {
+		ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
+	}
+	ev.Msg(msg)
+	s.p = p
+}
+
+// record waits for the shot and records its profile on a's incident: at
+// page time (kind "page") or after the resolve ("after"). It runs beside
+// the webhook: a slow or dead gateway never delays the page.
+func (h *Handler) record(a store.Accepted, kind string, s *shot) {
+	<-s.done
+	result := "ok"
+	if s.p.Error != "" {
+		result = "error"
+	}
+	h.profiles.WithLabelValues(kind, result).Inc()
+	add := h.cfg.Store.AddProfile
+	if kind == "after" {
+		add = h.cfg.Store.AddAfterProfile
+	}
+	if err := add(a.Incident, s.p, time.Now()); err != nil {
+		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store profile record")
+	}
+}
+
+// captureAfter takes the second profile of a resolved page, from the same
+// source and read the same way, so the web UI can show the page-time
+// profile's functions against it. A page with no page-time profile has
+// nothing to compare and gets none.
+func (h *Handler) captureAfter(a store.Accepted) {
+	id := a.Incident
+	inc, ok := h.cfg.Store.Incident(id)
+	if !ok || inc.Profile == nil || inc.Profile.File == "" || inc.After != nil {
+		h.cfg.Log.Info().Str("incident", id).Msg("no page-time profile to compare with: no profile taken after the resolve")
+		return
+	}
+	// Asked now, once the page-time profile is in: the shot taken is
+	// younger than both it and the resolve.
+	h.record(a, "after", h.join(a, "after", h.clock.Now()))
+}
+
+// fetch reads the gateway's profile, summarises it and stores it as name.
+func (h *Handler) fetch(ctx context.Context, name string) (incident.Profile, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.ProfileURL, nil)
+	if err != nil {
+		return incident.Profile{}, err
+	}
+	resp, err := h.cfg.Client.Do(req)
+	if err != nil {
+		return incident.Profile{}, fmt.Errorf("fetching %s: %w", h.cfg.ProfileURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return incident.Profile{}, fmt.Errorf("fetching %s: %s", h.cfg.ProfileURL, resp.Status)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return incident.Profile{}, fmt.Errorf("reading profile: %w", err)
+	}
+	prof, err := pproftop.Parse(bytes.NewReader(raw))
+	if err != nil {
+		return incident.Profile{}, err
+	}
+	top, total, err := pproftop.Top(prof, "alloc_space", 10)
+	if err != nil {
+		return incident.Profile{}, err
+	}
+	if err := h.cfg.Store.SaveProfile(name, raw); err != nil {
+		return incident.Profile{}, fmt.Errorf("storing profile: %w", err)
+	}
+	p := incident.Profile{File: path.Join(store.ProfilesDir, name), Total: total, TakenAt: time.Now()}
+	for _, e := range top {
+		p.Top = append(p.Top, incident.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
+	}
+	return p, nil
+}

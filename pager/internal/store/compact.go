@@ -231,7 +231,7 @@ func (s *Store) writeSnapshot(drop map[*entry]bool) (*os.File, int64, error) {
 		if drop[e] {
 			continue
 		}
-		r := Record{Type: "incident", At: now, Incident: e.inc.ID, Snapshot: &e.inc, Seen: e.keys}
+		r := Record{Type: KindIncident, At: now, Incident: e.inc.ID, Snapshot: &e.inc, Seen: e.keys}
 		if !e.heard.IsZero() {
 			r.Heard = &e.heard
 		}

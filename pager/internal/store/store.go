@@ -44,7 +44,7 @@ type Alert struct {
 // profile captured for an incident when it paged, the one captured after
 // it resolved, or a snapshot of a whole incident, as compaction writes it.
 type Record struct {
-	Type     string            `json:"type"` // "notification", "profile", "profile_after", "heard" or "incident"
+	Type     Kind              `json:"type"`
 	At       time.Time         `json:"at"`
 	Receiver string            `json:"receiver,omitempty"`
 	Alert    *Alert            `json:"alert,omitempty"`
@@ -228,7 +228,7 @@ func Open(dir string, opts Options) (*Store, error) {
 			s.skipped++
 			continue
 		}
-		if r.Type == "incident" {
+		if r.Type == KindIncident {
 			s.base += int64(len(line)) + 1
 		}
 		s.apply(r)
@@ -341,7 +341,7 @@ func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now t
 			if e := s.incidents[IncidentID(&a)]; e != nil && a.Status == "firing" && e.inc.Status == "firing" &&
 				now.Sub(e.heardAt()) > s.opts.Retention/2 && !batchHeard[e.inc.ID] {
 				batchHeard[e.inc.ID] = true
-				r := Record{Type: "heard", At: now, Incident: e.inc.ID}
+				r := Record{Type: KindHeard, At: now, Incident: e.inc.ID}
 				line, err := json.Marshal(r)
 				if err != nil {
 					return nil, fmt.Errorf("store: %w", err)
@@ -352,7 +352,7 @@ func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now t
 			continue
 		}
 		batch[key] = true
-		r := Record{Type: "notification", At: now, Receiver: receiver, Alert: &a}
+		r := Record{Type: KindNotification, At: now, Receiver: receiver, Alert: &a}
 		if a.Labels["severity"] == "" {
 			r.Severity = endpoint
 		}
@@ -386,17 +386,36 @@ func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now t
 	return out, nil
 }
 
+// Kind is a journal record's type.
+type Kind string
+
+// The kinds of journal record. Their strings are in every journal
+// written, so they never change.
+const (
+	// KindNotification is one alert of a webhook notification.
+	KindNotification Kind = "notification"
+	// KindProfile and KindProfileAfter are a page's profile, taken when
+	// it fired and after it resolved.
+	KindProfile      Kind = "profile"
+	KindProfileAfter Kind = "profile_after"
+	// KindHeard is a re-sent notification of an incident a compaction
+	// kept as a snapshot: heard again, nothing new.
+	KindHeard Kind = "heard"
+	// KindIncident is a compaction's snapshot of a whole incident.
+	KindIncident Kind = "incident"
+)
+
 // AddProfile records the profile captured for an incident when it paged.
 func (s *Store) AddProfile(id string, p incident.Profile, now time.Time) error {
-	return s.addProfile("profile", id, p, now)
+	return s.addProfile(KindProfile, id, p, now)
 }
 
 // AddAfterProfile records the profile captured after an incident resolved.
 func (s *Store) AddAfterProfile(id string, p incident.Profile, now time.Time) error {
-	return s.addProfile("profile_after", id, p, now)
+	return s.addProfile(KindProfileAfter, id, p, now)
 }
 
-func (s *Store) addProfile(typ, id string, p incident.Profile, now time.Time) error {
+func (s *Store) addProfile(typ Kind, id string, p incident.Profile, now time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := Record{Type: typ, At: now, Incident: id, Profile: &p}
@@ -444,7 +463,7 @@ func (s *Store) undo(err error) error {
 // owns s, while opening).
 func (s *Store) apply(r Record) {
 	switch r.Type {
-	case "notification":
+	case KindNotification:
 		a := r.Alert
 		if a == nil {
 			return
@@ -473,7 +492,7 @@ func (s *Store) apply(r Record) {
 			inc.EndsAt = &end
 		}
 		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, Kind: kind, Receiver: r.Receiver, BurnRate: a.Annotations["burn_rate"]})
-	case "profile", "profile_after":
+	case KindProfile, KindProfileAfter:
 		e := s.incidents[r.Incident]
 		if e == nil || r.Profile == nil {
 			return
@@ -485,7 +504,7 @@ func (s *Store) apply(r Record) {
 		}
 		ev := incident.Event{At: r.At, Kind: incident.ProfileTaken, Error: p.Error}
 		slot := &inc.Profile
-		if r.Type == "profile_after" {
+		if r.Type == KindProfileAfter {
 			slot, ev.Kind = &inc.After, incident.ProfileAfter
 		}
 		if old := *slot; old != nil {
@@ -497,11 +516,11 @@ func (s *Store) apply(r Record) {
 			ev.Top = &p.Top[0]
 		}
 		inc.Timeline = append(inc.Timeline, ev)
-	case "heard":
+	case KindHeard:
 		if e := s.incidents[r.Incident]; e != nil && r.At.After(e.heard) {
 			e.heard = r.At
 		}
-	case "incident":
+	case KindIncident:
 		if r.Snapshot == nil || r.Snapshot.ID == "" || s.incidents[r.Snapshot.ID] != nil {
 			return
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"burnlab/shared/slo"
+	"burnlab/shared/variant"
 )
 
 // The SLOs of prometheus/slo/llm-gateway.yml, by their sloth_slo label.
@@ -75,8 +76,8 @@ func (a Alert) String() string { return a.SLO + " " + a.Severity }
 // Scenario is one row of the table.
 type Scenario struct {
 	Name  string
-	Build string // the gateway build it runs against: baseline or fixed
-	What  string // what is injected, in words
+	Build variant.Variant // the gateway build it runs against
+	What  string          // what is injected, in words
 	Fault Fault
 	Delay time.Duration // of SlowFirstByte and HoldEnd
 	// Steps say which share of streams the fault hits, over time; the
@@ -132,7 +133,7 @@ func creep() []Step {
 func All() []Scenario {
 	return []Scenario{
 		{
-			Name: "regression", Build: "baseline", What: "nothing: the baseline parser's O(n²) transcript",
+			Name: "regression", Build: variant.Baseline, What: "nothing: the baseline parser's O(n²) transcript",
 			Burn: map[string]float64{StreamLatency: burn(tailShare, StreamLatency)},
 			Why: fmt.Sprintf("the calibrated shape sends 1 long stream in 100, each over %v in the baseline build: %g / %g = %gx",
 				slo.Threshold, tailShare, slo.Budget, burn(tailShare, StreamLatency)),
@@ -141,14 +142,14 @@ func All() []Scenario {
 			Profile: "transcript.(*Baseline).Append tops alloc_space: the gateway is the culprit",
 		},
 		{
-			Name: None, Build: "fixed", What: "nothing",
+			Name: None, Build: variant.Fixed, What: "nothing",
 			Burn:    map[string]float64{},
 			Why:     "every stream ends ok within a few ms of the fixed build: 0x everywhere",
 			Observe: 4 * time.Minute,
 			Profile: "nothing stands out",
 		},
 		{
-			Name: "upstream-errors", Build: "fixed", Fault: Fail, Steps: []Step{{Share: failShare}},
+			Name: "upstream-errors", Build: variant.Fixed, Fault: Fail, Steps: []Step{{Share: failShare}},
 			What: "1 stream in 100 fails: every other one answered 503, the rest reset mid-stream",
 			Burn: map[string]float64{Availability: burn(failShare, Availability)},
 			Why: fmt.Sprintf("availability: %g / %g = %gx, over the slow page pair's 6x. Stream latency counts only streams that ended ok (a failure is availability's), and a 503 has no first token while a reset one had it in time: 0x for both",
@@ -158,7 +159,7 @@ func All() []Scenario {
 			Profile: "nothing in the gateway: gateway_upstream_errors_total names the reason",
 		},
 		{
-			Name: "slow-first-token", Build: "fixed", Fault: SlowFirstByte, Delay: ttftDelay, Steps: []Step{{Share: ttftShare}},
+			Name: "slow-first-token", Build: variant.Fixed, Fault: SlowFirstByte, Delay: ttftDelay, Steps: []Step{{Share: ttftShare}},
 			// A long generation's own time plus the wait could pass
 			// 600 ms and burn stream latency too; 1 stream in 100 is one.
 			MaxEvents: ttftMaxEvents,
@@ -171,7 +172,7 @@ func All() []Scenario {
 			Profile: "nothing in the gateway: the wait is the upstream's",
 		},
 		{
-			Name: "upstream-tail", Build: "fixed", Fault: HoldEnd, Delay: tailHold, Steps: []Step{{Share: tailShare}},
+			Name: "upstream-tail", Build: variant.Fixed, Fault: HoldEnd, Delay: tailHold, Steps: []Step{{Share: tailShare}},
 			What: fmt.Sprintf("1 stream in 100 held %v by the upstream before its last event", tailHold),
 			Burn: map[string]float64{StreamLatency: burn(tailShare, StreamLatency)},
 			Why: fmt.Sprintf("stream latency: %g / %g = %gx, the regression's burn with a clean gateway. Nothing fails and first tokens are on time",
@@ -181,7 +182,7 @@ func All() []Scenario {
 			Profile: "nothing in the gateway, the lesson: its profile is clean, so look at the upstream",
 		},
 		{
-			Name: "creep", Build: "fixed", Fault: HoldEnd, Delay: tailHold, Steps: creep(),
+			Name: "creep", Build: variant.Fixed, Fault: HoldEnd, Delay: tailHold, Steps: creep(),
 			What: fmt.Sprintf("streams held %v at the end, 1 in 1000 more every %v: 1 → 4 in 1000", tailHold, creepStep),
 			Burn: map[string]float64{StreamLatency: burn(4*slo.Budget, StreamLatency)},
 			Why: fmt.Sprintf("stream latency climbs 1x, 2x, 3x, 4x (k in 1000 / %g): the 1x-over-48m ticket fires once the run's average passes 1x, and 4x never reaches the 6x of the slow page pair",

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"burnlab/shared/variant"
 )
 
 // The burn-rate factors of prometheus/slo/windows/lab: a page needs 6x (slow
@@ -24,7 +26,7 @@ func TestEachRowsBurnFollowsFromItsFaultAndFiresWhatItSays(t *testing.T) {
 			t.Errorf("%s twice", sc.Name)
 		}
 		names[sc.Name] = true
-		if sc.Build != "baseline" && sc.Build != "fixed" {
+		if _, err := variant.Parse(string(sc.Build)); err != nil {
 			t.Errorf("%s: build %q", sc.Name, sc.Build)
 		}
 		if sc.Fault != NoFault {

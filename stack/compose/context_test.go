@@ -10,6 +10,7 @@ import (
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 
+	"burnlab/shared/variant"
 	"burnlab/stack/lab"
 )
 
@@ -83,7 +84,8 @@ func TestBuildContextBuildsEveryImage(t *testing.T) {
 	for _, b := range lab.Binaries() {
 		pkgs = append(pkgs, b.Package)
 	}
-	for _, tags := range []string{lab.GatewayTags("baseline"), lab.GatewayTags("fixed")} {
+	for _, v := range variant.All() {
+		tags := v.Tags()
 		cmd := exec.Command("go", append([]string{"build", "-trimpath", "-tags", tags, "-o", t.TempDir() + "/"}, pkgs...)...)
 		cmd.Dir = ctx
 		// The image's toolchain settings; GOWORK empty finds the context's

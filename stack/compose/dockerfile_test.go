@@ -16,6 +16,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
 
+	"burnlab/shared/variant"
 	"burnlab/stack/lab"
 )
 
@@ -293,19 +294,19 @@ func flag(args []string, name string) (string, bool) {
 func TestServiceStageBuildsAsTheLabDoes(t *testing.T) {
 	ss := stages(t)
 	for _, b := range lab.Binaries() {
-		variants := []string{"baseline"}
+		variants := []variant.Variant{variant.Baseline}
 		if b.Service == lab.Gateway {
-			variants = append(variants, "fixed")
+			variants = variant.All()
 		}
 		for _, v := range variants {
-			calls, out, err := goRun(t, ss["service-build"], "CMD_PKG="+b.Package, "VARIANT="+v, "VERSION=test")
+			calls, out, err := goRun(t, ss["service-build"], "CMD_PKG="+b.Package, "VARIANT="+string(v), "VERSION=test")
 			if err != nil || len(calls) != 1 {
 				t.Fatalf("%s %s: %v, go called %q\n%s", b.Service, v, err, calls, out)
 			}
 			args := calls[0]
 			tags, ok := flag(args, "-tags")
-			if args[0] != "build" || !slices.Contains(args, "-trimpath") || args[len(args)-1] != b.Package || !ok || tags != lab.GatewayTags(v) {
-				t.Errorf("%s %s: go %q; want build -trimpath -tags %q … %s", b.Service, v, args, lab.GatewayTags(v), b.Package)
+			if args[0] != "build" || !slices.Contains(args, "-trimpath") || args[len(args)-1] != b.Package || !ok || tags != v.Tags() {
+				t.Errorf("%s %s: go %q; want build -trimpath -tags %q … %s", b.Service, v, args, v.Tags(), b.Package)
 			}
 			if ld, _ := flag(args, "-ldflags"); ld != "-X main.version=test" {
 				t.Errorf("%s: -ldflags %q", b.Service, ld)

@@ -19,6 +19,7 @@ import (
 	"burnlab/shared/incident"
 	"burnlab/shared/scenario"
 	"burnlab/shared/slo"
+	"burnlab/shared/variant"
 )
 
 // The bounds the e2e holds the lab to: generous against the lab windows'
@@ -76,7 +77,7 @@ func TestEndToEnd(t *testing.T) {
 		line := fmt.Sprintf("t+%-4s %s", time.Since(t0).Round(time.Second).String(), fmt.Sprintf(format, args...))
 		fmt.Println(line)
 	}
-	l, err := Start(ctx, Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Variant: "baseline", Log: os.Stdout})
+	l, err := Start(ctx, Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Variant: variant.Baseline, Log: os.Stdout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// 2. Switch to fixed: the page resolves and no new one fires.
 	switched := time.Now()
-	if err := l.Switch(ctx, "fixed"); err != nil {
+	if err := l.Switch(ctx, variant.Fixed); err != nil {
 		fail("switch: %v", err)
 	}
 	say("switched the gateway to fixed (%s to drain, rebuild and restart)", time.Since(switched).Round(time.Second))

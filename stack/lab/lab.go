@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"burnlab/shared/service"
+	"burnlab/shared/variant"
 )
 
 // Service names, as in docker-compose.yml and prometheus.yml.
@@ -61,7 +62,8 @@ func FreeAddrs() (Addrs, error) {
 		defer ln.Close()
 		ports[i] = ln.Addr().String()
 	}
-	return Addrs{ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]}, nil
+	return Addrs{GatewayPublic: ports[0], GatewayAdmin: ports[1], Upstream: ports[2], LoadgenAdmin: ports[3],
+		Pager: ports[4], Prometheus: ports[5], Alertmanager: ports[6]}, nil
 }
 
 // replacements maps each compose address in the config files to its lab
@@ -82,8 +84,8 @@ type Config struct {
 	Root    string // the repository
 	Dir     string // binaries, rendered configs, data and logs
 	Addrs   Addrs
-	Variant string // gateway build: baseline or fixed
-	Windows string // SLO rule set: lab or production
+	Variant variant.Variant // gateway build
+	Windows string          // SLO rule set: lab or production
 	// Tenants is the gateway's tenant list; the loadgen uses its keys.
 	Tenants string
 	// Shape is the traffic shape file; when it does not exist the lab
@@ -124,10 +126,10 @@ func (c *Config) defaults() error {
 		c.Addrs = DefaultAddrs()
 	}
 	if c.Variant == "" {
-		c.Variant = "baseline"
+		c.Variant = variant.Baseline
 	}
-	if c.Variant != "baseline" && c.Variant != "fixed" {
-		return fmt.Errorf("lab: gateway variant %q: want baseline or fixed", c.Variant)
+	if _, err := variant.Parse(string(c.Variant)); err != nil {
+		return fmt.Errorf("lab: %w", err)
 	}
 	if c.Windows == "" {
 		c.Windows = "lab"
@@ -200,7 +202,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		}
 	}
 	if _, err := os.Stat(cfg.Shape); errors.Is(err, os.ErrNotExist) {
-		if err := l.startGateway(ctx, "baseline"); err != nil {
+		if err := l.startGateway(ctx, variant.Baseline); err != nil {
 			return nil, err
 		}
 		if err := l.calibrate(ctx); err != nil {
@@ -255,8 +257,8 @@ func Binaries() []Binary {
 func (l *Lab) buildAll(ctx context.Context) error {
 	for _, b := range Binaries() {
 		if b.Service == Gateway {
-			for _, variant := range []string{"baseline", "fixed"} {
-				if err := l.buildGateway(ctx, variant); err != nil {
+			for _, v := range variant.All() {
+				if err := l.buildGateway(ctx, v); err != nil {
 					return err
 				}
 			}
@@ -269,20 +271,11 @@ func (l *Lab) buildAll(ctx context.Context) error {
 	return nil
 }
 
-// GatewayTags are the build tags of a gateway variant, as in the image's
-// VARIANT build argument; the baseline needs none.
-func GatewayTags(variant string) string {
-	if variant == "fixed" {
-		return "fixed"
-	}
-	return ""
-}
-
 const gatewayPkg = "./gateway/cmd/gateway"
 
 // buildGateway builds one variant.
-func (l *Lab) buildGateway(ctx context.Context, variant string) error {
-	return l.build(ctx, "gateway-"+variant, gatewayPkg, GatewayTags(variant))
+func (l *Lab) buildGateway(ctx context.Context, v variant.Variant) error {
+	return l.build(ctx, "gateway-"+string(v), gatewayPkg, v.Tags())
 }
 
 func (l *Lab) build(ctx context.Context, out, pkg, tags string) error {
@@ -446,9 +439,9 @@ func (l *Lab) Stop() {
 	}
 }
 
-func (l *Lab) startGateway(ctx context.Context, variant string) error {
+func (l *Lab) startGateway(ctx context.Context, v variant.Variant) error {
 	a := l.cfg.Addrs
-	return l.start(ctx, Gateway, []string{l.bin("gateway-" + variant), "-listen", a.GatewayPublic, "-admin", a.GatewayAdmin,
+	return l.start(ctx, Gateway, []string{l.bin("gateway-" + string(v)), "-listen", a.GatewayPublic, "-admin", a.GatewayAdmin,
 		"-upstream", "http://" + a.Upstream, "-tenants", l.cfg.Tenants,
 		// Nothing routes by /readyz here: a grace period would only keep
 		// the old build serving, and breaching, after a switch.
@@ -457,16 +450,13 @@ func (l *Lab) startGateway(ctx context.Context, variant string) error {
 
 // Switch replaces the gateway with the other build, as the compose tag
 // toggle does: only the gateway restarts, draining its streams first.
-func (l *Lab) Switch(ctx context.Context, variant string) error {
-	if variant != "baseline" && variant != "fixed" {
-		return fmt.Errorf("lab: gateway variant %q: want baseline or fixed", variant)
-	}
-	if err := l.buildGateway(ctx, variant); err != nil {
+func (l *Lab) Switch(ctx context.Context, v variant.Variant) error {
+	if err := l.buildGateway(ctx, v); err != nil {
 		return err
 	}
 	l.stop(Gateway, 70*time.Second)
-	l.say("gateway switched to %s", variant)
-	return l.startGateway(ctx, variant)
+	l.say("gateway switched to %s", v)
+	return l.startGateway(ctx, v)
 }
 
 func (l *Lab) calibrate(ctx context.Context) error {

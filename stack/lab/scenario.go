@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"burnlab/shared/scenario"
+	"burnlab/shared/variant"
 )
 
 // Stack is where `make scenario` finds a running stack: the contract's
@@ -77,7 +78,7 @@ var variantLabel = regexp.MustCompile(`^gateway_build_info\{[^}]*variant="([a-z]
 
 // gatewayBuild reads the running gateway's variant from its
 // gateway_build_info.
-func gatewayBuild(ctx context.Context, admin string) (string, error) {
+func gatewayBuild(ctx context.Context, admin string) (variant.Variant, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+admin+"/metrics", nil)
 	if err != nil {
 		return "", err
@@ -94,7 +95,11 @@ func gatewayBuild(ctx context.Context, admin string) (string, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		if m := variantLabel.FindStringSubmatch(sc.Text()); m != nil {
-			return m[1], nil
+			v, err := variant.Parse(m[1])
+			if err != nil {
+				return "", fmt.Errorf("the gateway's metrics at %s: %w", admin, err)
+			}
+			return v, nil
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -105,8 +110,8 @@ func gatewayBuild(ctx context.Context, admin string) (string, error) {
 
 // switchBuild switches the lab's gateway through its control, or, when no
 // lab answers there, compose's.
-func switchBuild(ctx context.Context, variant string, s Stack) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Control+"/switch?variant="+variant, nil)
+func switchBuild(ctx context.Context, v variant.Variant, s Stack) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.Control+"/switch?variant="+string(v), nil)
 	if err != nil {
 		return err
 	}
@@ -130,14 +135,14 @@ func switchBuild(ctx context.Context, variant string, s Stack) error {
 		return fmt.Errorf("no lab at %s and no compose command: %w", s.Control, err)
 	}
 	args := append(slices.Clone(s.Compose[1:]), "up", "--build", "--detach", "--no-deps", "gateway")
-	fmt.Fprintf(s.Out, "no lab at %s: GATEWAY_TAG=%s %s %s\n", s.Control, variant, s.Compose[0], strings.Join(args, " "))
+	fmt.Fprintf(s.Out, "no lab at %s: GATEWAY_TAG=%s %s %s\n", s.Control, v, s.Compose[0], strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, s.Compose[0], args...) //nolint:gosec // G204: make's $(COMPOSE), the user's own command
-	cmd.Env = append(os.Environ(), "GATEWAY_TAG="+variant)
+	cmd.Env = append(os.Environ(), "GATEWAY_TAG="+string(v))
 	cmd.Stdout, cmd.Stderr = s.Out, s.Out
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			return fmt.Errorf("compose could not switch the gateway to %s (is the stack up? docker compose up): %w", variant, err)
+			return fmt.Errorf("compose could not switch the gateway to %s (is the stack up? docker compose up): %w", v, err)
 		}
 		return fmt.Errorf("running %s: %w", s.Compose[0], err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"burnlab/shared/scenario"
+	"burnlab/shared/variant"
 )
 
 // The matrix's bounds, from the injection (fire) and from the clear
@@ -36,12 +37,13 @@ const (
 
 // A result is one row of the matrix.
 type result struct {
-	name, build, expected string
-	fired                 []string // per expected alert: seconds from injection to each source
-	burn                  string   // expected → measured
-	silent                string
-	resolved              string
-	err                   error
+	name, expected string
+	build          variant.Variant
+	fired          []string // per expected alert: seconds from injection to each source
+	burn           string   // expected → measured
+	silent         string
+	resolved       string
+	err            error
 }
 
 // regression is the matrix's row for the baseline build, which
@@ -91,7 +93,7 @@ func TestScenarios(t *testing.T) {
 	// SCENARIOS=a,b runs only those (make e2e-scenarios SCENARIOS=…).
 	only := strings.FieldsFunc(os.Getenv("SCENARIOS"), func(r rune) bool { return r == ',' || r == ' ' })
 	for _, sc := range scenario.All() {
-		if sc.Build != "fixed" || len(only) > 0 && !slices.Contains(only, sc.Name) {
+		if sc.Build != variant.Fixed || len(only) > 0 && !slices.Contains(only, sc.Name) {
 			continue
 		}
 		r := &result{name: sc.Name, build: sc.Build, expected: sc.Expected()}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"burnlab/shared/scenario"
+	"burnlab/shared/variant"
 )
 
 // Scenarios holds the lab's active scenario (shared/scenario's table) and
@@ -74,7 +75,7 @@ func (s *Scenarios) hit(length int) (scenario.Scenario, uint64) {
 type scenarioState struct {
 	Scenario string             `json:"scenario"`
 	Since    time.Time          `json:"since"`
-	Build    string             `json:"build"`
+	Build    variant.Variant    `json:"build"`
 	What     string             `json:"what"`
 	Share    float64            `json:"share_now"`
 	Burn     map[string]float64 `json:"expected_burn"`

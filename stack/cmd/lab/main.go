@@ -21,6 +21,7 @@ import (
 
 	"burnlab/shared/scenario"
 	"burnlab/shared/service"
+	"burnlab/shared/variant"
 	"burnlab/stack/lab"
 )
 
@@ -35,7 +36,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return errors.New("usage: lab up|switch|scenario [flags]")
 	}
 	fs := flag.NewFlagSet("lab "+args[0], flag.ContinueOnError)
-	variant := fs.String("variant", "baseline", "gateway build: baseline or fixed")
+	build := fs.String("variant", string(variant.Baseline), "gateway build: baseline or fixed")
 	windows := fs.String("windows", "lab", "SLO rule set: lab or production")
 	dir := fs.String("dir", ".lab", "binaries, rendered configs, data and logs")
 	shape := fs.String("shape", "", "traffic shape file (default <dir>/shape.json; calibrated when missing)")
@@ -54,7 +55,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	switch args[0] {
 	case "up":
-		return up(ctx, stdout, *variant, *windows, *dir, *shape, *control)
+		return up(ctx, stdout, *build, *windows, *dir, *shape, *control)
 	case "scenario":
 		stack.Control, stack.Compose, stack.Out = *control, strings.Fields(*compose), stdout
 		if *name == "" {
@@ -63,7 +64,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return lab.ApplyScenario(ctx, *name, stack)
 	case "switch":
-		resp, err := http.Post("http://"+*control+"/switch?variant="+*variant, "", nil)
+		resp, err := http.Post("http://"+*control+"/switch?variant="+*build, "", nil)
 		if err != nil {
 			return fmt.Errorf("no running lab at %s (start one with `make lab`): %w", *control, err)
 		}
@@ -85,7 +86,11 @@ func listScenarios(w io.Writer) {
 	}
 }
 
-func up(ctx context.Context, stdout io.Writer, variant, windows, dir, shape, control string) error {
+func up(ctx context.Context, stdout io.Writer, build, windows, dir, shape, control string) error {
+	v, err := variant.Parse(build)
+	if err != nil {
+		return err
+	}
 	root, err := os.Getwd()
 	if err != nil {
 		return err
@@ -101,19 +106,23 @@ func up(ctx context.Context, stdout io.Writer, variant, windows, dir, shape, con
 	for _, d := range []string{"data", "logs"} {
 		os.RemoveAll(filepath.Join(dir, d))
 	}
-	l, err := lab.Start(ctx, lab.Config{Root: root, Dir: dir, Variant: variant, Windows: windows, Shape: shape, Log: stdout})
+	l, err := lab.Start(ctx, lab.Config{Root: root, Dir: dir, Variant: v, Windows: windows, Shape: shape, Log: stdout})
 	if err != nil {
 		return err
 	}
 	defer l.Stop()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /switch", func(w http.ResponseWriter, r *http.Request) {
-		v := r.URL.Query().Get("variant")
+		v, err := variant.Parse(r.URL.Query().Get("variant"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		if err := l.Switch(r.Context(), v); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		// Plain text, and v is a variant Switch accepted: nothing to escape.
+		// Plain text, and v is a variant Parse accepted: nothing to escape.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "gateway is now the %s build\n", v) //nolint:gosec // G705: see above
 	})
@@ -124,7 +133,7 @@ func up(ctx context.Context, stdout io.Writer, variant, windows, dir, shape, con
 		}
 	}()
 	defer srv.Close()
-	fmt.Fprintf(stdout, "\nburnlab is up (gateway: %s build, %s SLO windows). Ctrl-C stops everything.\n", variant, windows)
+	fmt.Fprintf(stdout, "\nburnlab is up (gateway: %s build, %s SLO windows). Ctrl-C stops everything.\n", v, windows)
 	for _, u := range l.URLs() {
 		fmt.Fprintf(stdout, "  %-16s %s\n", u[0], u[1])
 	}

@@ -181,6 +181,9 @@ func (s *Store) compact() Compaction {
 	var gone []string
 	for e := range drop {
 		delete(s.incidents, e.inc.ID)
+		if fp := fingerprintOf(e.inc.ID); s.latest[fp] == e {
+			delete(s.latest, fp)
+		}
 		for _, key := range e.keys {
 			delete(s.seen, key)
 		}

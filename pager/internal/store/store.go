@@ -106,6 +106,7 @@ type Store struct {
 	// seen holds the keys (dedupKey) of the notifications stored.
 	seen      map[string]bool
 	incidents map[string]*entry
+	latest    map[string]*entry // by fingerprint: the incident with the latest start
 	// order is every incident, the oldest first: by start, then by
 	// arrival (seq).
 	order []*entry
@@ -163,7 +164,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(dir, ProfilesDir), 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	s := &Store{dir: dir, opts: opts.withDefaults(), seen: map[string]bool{}, incidents: map[string]*entry{}, shares: map[string]int{}, dirSync: syncDir}
+	s := &Store{dir: dir, opts: opts.withDefaults(), seen: map[string]bool{}, incidents: map[string]*entry{}, latest: map[string]*entry{}, shares: map[string]int{}, dirSync: syncDir}
 	path := filepath.Join(dir, journalName)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
@@ -492,6 +493,7 @@ func (s *Store) apply(r Record) {
 			inc.EndsAt = &end
 		}
 		inc.Timeline = append(inc.Timeline, incident.Event{At: r.At, Kind: kind, Receiver: r.Receiver, BurnRate: a.Annotations["burn_rate"]})
+		s.supersede(e)
 	case KindProfile, KindProfileAfter:
 		e := s.incidents[r.Incident]
 		if e == nil || r.Profile == nil {
@@ -539,6 +541,7 @@ func (s *Store) apply(r Record) {
 				s.share(p.File, 1)
 			}
 		}
+		s.supersede(e)
 	}
 }
 
@@ -555,6 +558,43 @@ func (s *Store) add(inc incident.Incident) *entry {
 	})
 	s.order = slices.Insert(s.order, i, e)
 	return e
+}
+
+// supersede ends a firing incident that Alertmanager has replaced; it
+// runs once e's record is applied.
+// Alertmanager holds one alert per fingerprint: an alert that clears and
+// fires again within a group interval comes back with a later start, and
+// the resolve of the earlier start may never be sent. An incident is its
+// fingerprint and start, so that earlier one would stay firing in the
+// pager for good. Whichever of the two arrives second, the earlier one,
+// if still firing, is resolved at the later one's start, and its timeline
+// says why. Replaying the journal does the same, so nothing is journaled.
+func (s *Store) supersede(e *entry) {
+	fp := fingerprintOf(e.inc.ID)
+	prev := s.latest[fp]
+	if prev == nil || prev == e {
+		s.latest[fp] = e
+		return
+	}
+	older, newer := prev, e
+	if e.inc.StartsAt.Before(prev.inc.StartsAt) {
+		older, newer = e, prev
+	}
+	s.latest[fp] = newer
+	if !newer.inc.StartsAt.After(older.inc.StartsAt) || older.inc.Status != "firing" {
+		return
+	}
+	end := newer.inc.StartsAt
+	older.inc.Status, older.inc.EndsAt = "resolved", &end
+	older.inc.Timeline = append(older.inc.Timeline, incident.Event{At: end, Kind: incident.Resolved, Receiver: "superseded by " + newer.inc.ID})
+}
+
+// fingerprintOf is the fingerprint part of an incident ID (IncidentID).
+func fingerprintOf(id string) string {
+	if i := strings.LastIndexByte(id, '-'); i >= 0 {
+		return id[:i]
+	}
+	return id
 }
 
 // share counts one incident more (n 1) or fewer (-1) using a profile file.

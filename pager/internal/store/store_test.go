@@ -734,3 +734,45 @@ func TestAProfileCutOffLeavesNoFileBehind(t *testing.T) {
 		t.Errorf("after a restart: %v, want the crash's temporary file gone (and the profile no record names)", slices.Sorted(maps.Keys(files)))
 	}
 }
+
+// The creep scenario's ticket on Prometheus 3.16: the alert fired, cleared
+// for one evaluation and fired again, and Alertmanager sent the second
+// start's firing and resolve but never the first's resolve. The first
+// incident must not stay firing for good; after a restart, nor either way
+// round (the later start's notification stored first).
+func TestAnAlertFiredAgainEndsItsEarlierIncident(t *testing.T) {
+	for _, laterFirst := range []bool{false, true} {
+		dir := t.TempDir()
+		s := open(t, dir)
+		first := page("00000000000000a1")
+		first.Labels["severity"] = "ticket"
+		second := first
+		second.StartsAt = start.Add(20 * time.Second)
+		order := []Alert{first, second}
+		if laterFirst {
+			order = []Alert{second, first}
+		}
+		for i, a := range order {
+			if _, err := s.AddNotification("pager-ticket", "ticket", []Alert{a}, start.Add(time.Duration(i)*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := func(when string) {
+			t.Helper()
+			old, ok := s.Incident(IncidentID(&first))
+			if !ok || old.Status != "resolved" || old.EndsAt == nil || !old.EndsAt.Equal(second.StartsAt) {
+				t.Errorf("later first %v, %s: the earlier incident is %q ending %v, want resolved at the later start", laterFirst, when, old.Status, old.EndsAt)
+			}
+			if ev := old.Timeline[len(old.Timeline)-1]; !strings.Contains(ev.What(), "superseded by "+IncidentID(&second)) {
+				t.Errorf("later first %v, %s: its timeline ends %q", laterFirst, when, ev.What())
+			}
+			if now, _ := s.Incident(IncidentID(&second)); now.Status != "firing" {
+				t.Errorf("later first %v, %s: the later incident is %q, want firing", laterFirst, when, now.Status)
+			}
+		}
+		check("live")
+		s.Close()
+		s = open(t, dir)
+		check("after a restart")
+	}
+}

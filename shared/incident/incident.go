@@ -34,6 +34,9 @@ const (
 	Resolved     = "resolved"      // a resolved notification
 	ProfileTaken = "profile"       // the page-time profile
 	ProfileAfter = "profile_after" // the profile taken once the page resolved
+	// Superseded ends an incident whose alert Alertmanager sent again
+	// with a later start (By), the earlier start's resolve never sent.
+	Superseded = "superseded"
 )
 
 // Event is one entry of an incident's timeline: what happened, as data.
@@ -47,6 +50,8 @@ type Event struct {
 	// Top is a profile's top alloc_space function; Error, its failure.
 	Top   *TopEntry `json:"top,omitempty"`
 	Error string    `json:"error,omitempty"`
+	// By is the incident that superseded this one.
+	By string `json:"by,omitempty"`
 }
 
 // What is the event in words, as the pager's pages and the Grafana plugin
@@ -71,6 +76,8 @@ func (e Event) What() string {
 			return fmt.Sprintf("%s captured: top alloc_space %s (%.1f%%)", what, e.Top.Function, e.Top.FlatPct)
 		}
 		return what + " captured"
+	case Superseded:
+		return "RESOLVED: Alertmanager sent the alert again with a later start, incident " + e.By
 	}
 	return e.Kind
 }

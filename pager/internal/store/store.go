@@ -586,7 +586,7 @@ func (s *Store) supersede(e *entry) {
 	}
 	end := newer.inc.StartsAt
 	older.inc.Status, older.inc.EndsAt = "resolved", &end
-	older.inc.Timeline = append(older.inc.Timeline, incident.Event{At: end, Kind: incident.Resolved, Receiver: "superseded by " + newer.inc.ID})
+	older.inc.Timeline = append(older.inc.Timeline, incident.Event{At: end, Kind: incident.Superseded, By: newer.inc.ID})
 }
 
 // fingerprintOf is the fingerprint part of an incident ID (IncidentID).

@@ -763,7 +763,7 @@ func TestAnAlertFiredAgainEndsItsEarlierIncident(t *testing.T) {
 			if !ok || old.Status != "resolved" || old.EndsAt == nil || !old.EndsAt.Equal(second.StartsAt) {
 				t.Errorf("later first %v, %s: the earlier incident is %q ending %v, want resolved at the later start", laterFirst, when, old.Status, old.EndsAt)
 			}
-			if ev := old.Timeline[len(old.Timeline)-1]; !strings.Contains(ev.What(), "superseded by "+IncidentID(&second)) {
+			if ev := old.Timeline[len(old.Timeline)-1]; ev.Kind != incident.Superseded || ev.By != IncidentID(&second) || !strings.Contains(ev.What(), IncidentID(&second)) {
 				t.Errorf("later first %v, %s: its timeline ends %q", laterFirst, when, ev.What())
 			}
 			if now, _ := s.Incident(IncidentID(&second)); now.Status != "firing" {

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"burnlab/gateway/internal/redact"
+	"burnlab/shared/syncbuf"
 )
 
 // loadUpstream streams, for each request, a text derived from its
@@ -236,7 +237,7 @@ func TestSlowClientsDoNotDelayOthers(t *testing.T) {
 	}
 	up := loadUpstream()
 	defer up.Close()
-	logs := &syncWriter{}
+	logs := &syncbuf.Buffer{}
 	g := startLogged(t, up.URL, logs, "-tenants", "k=lab:1000000000000:1000", "-log-level", "info",
 		"-read-timeout", "2s", "-client-write-timeout", "20s")
 	url := "http://" + g.public + "/v1/chat/stream"

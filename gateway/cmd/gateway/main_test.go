@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"burnlab/shared/pproftop"
+	"burnlab/shared/syncbuf"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -231,7 +232,7 @@ func flagDefaults(t *testing.T) map[string]string {
 func TestSlowRequestsAreCutByReadDeadlines(t *testing.T) {
 	up := upstream(5, 0)
 	defer up.Close()
-	logs := &syncWriter{}
+	logs := &syncbuf.Buffer{}
 	g := startLogged(t, up.URL, logs, "-read-timeout", "600ms", "-log-level", "info")
 	trickle := func(t *testing.T, head string) (string, time.Duration) {
 		c, err := net.Dial("tcp", g.public)
@@ -362,24 +363,7 @@ func TestDrainGraceKeepsAdmittingWhileNotReady(t *testing.T) {
 	}
 }
 
-type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
-func waitForLog(t *testing.T, logs *syncWriter, want string) {
+func waitForLog(t *testing.T, logs *syncbuf.Buffer, want string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for !strings.Contains(logs.String(), want) {

@@ -18,6 +18,7 @@ import (
 
 	"burnlab/gateway/internal/tenant"
 	"burnlab/shared/openai"
+	"burnlab/shared/syncbuf"
 )
 
 // The auth scheme is case-insensitive (RFC 9110 §11.1): "bearer", "BEARER"
@@ -130,7 +131,7 @@ type stalledClient struct {
 	stalled chan struct{} // closed when the first write blocks
 	resume  chan struct{}
 	once    sync.Once
-	body    syncBuffer
+	body    syncbuf.Buffer
 }
 
 func newStalledClient() *stalledClient {

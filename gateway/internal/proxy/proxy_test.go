@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	"burnlab/gateway/internal/tenant"
 	"burnlab/gateway/internal/transcript"
+	"burnlab/shared/syncbuf"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -29,27 +29,10 @@ type lab struct {
 	gw      *httptest.Server
 	reg     *prometheus.Registry
 	m       *Metrics
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 	tenants *tenant.Registry
 	mu      sync.Mutex
 	trs     []transcript.Transcript
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newLab(t *testing.T, upstream http.HandlerFunc, tweak ...func(*Config)) *lab {
@@ -63,7 +46,7 @@ func newLab(t *testing.T, upstream http.HandlerFunc, tweak ...func(*Config)) *la
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lab{reg: prometheus.NewRegistry(), logs: &syncBuffer{}, tenants: tenants}
+	l := &lab{reg: prometheus.NewRegistry(), logs: &syncbuf.Buffer{}, tenants: tenants}
 	l.m = NewMetrics(l.reg, "fixed", "test", tenants.Names())
 	cfg := Config{
 		Upstream: u,

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,30 +19,8 @@ import (
 	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
 	"burnlab/shared/pproftop"
+	"burnlab/shared/pproftop/pproftoptest"
 )
-
-var sink [][]byte
-
-//go:noinline
-func allocateLikeTheBaseline() {
-	for range 4000 {
-		sink = append(sink, make([]byte, 8192))
-	}
-	sink = nil
-}
-
-// heapProfile is a real allocs profile of this test process, in which
-// allocateLikeTheBaseline made most of the garbage.
-func heapProfile(t *testing.T) []byte {
-	t.Helper()
-	allocateLikeTheBaseline()
-	runtime.GC()
-	var buf bytes.Buffer
-	if err := pprof.Lookup("allocs").WriteTo(&buf, 0); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 type ui struct {
 	t   *testing.T
@@ -179,12 +155,12 @@ func TestIndexListsNewestFirstAndRefreshesWhileFiring(t *testing.T) {
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
 	older := u.page(fp1, t0, nil)
 	newer := u.page(fp2, t0.Add(time.Minute), nil)
-	u.profile(newer, "newer.pb.gz", heapProfile(t), false)
+	u.profile(newer, "newer.pb.gz", pproftoptest.HeapProfile(t), false)
 	body := u.get("/", 200)
 	if i, j := strings.Index(body, newer), strings.Index(body, older); i < 0 || j < 0 || i > j {
 		t.Errorf("newest first: %d %d", i, j)
 	}
-	for _, want := range []string{`http-equiv="refresh"`, "allocateLikeTheBaseline", "9.9x", "firing", "stream-latency"} {
+	for _, want := range []string{`http-equiv="refresh"`, pproftoptest.Allocator, "9.9x", "firing", "stream-latency"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("index lacks %q:\n%s", want, body)
 		}
@@ -206,7 +182,7 @@ func TestUnknownAndMissingAre404(t *testing.T) {
 	} {
 		u.get(path, 404)
 	}
-	u.profile(id, "p.pb.gz", heapProfile(t), false)
+	u.profile(id, "p.pb.gz", pproftoptest.HeapProfile(t), false)
 	for _, path := range []string{
 		"/incidents/" + id + "/diff/flamegraph",    // not resolved, no after profile
 		"/incidents/" + id + "/pprof/saveconfig",   // would write pprof's settings
@@ -221,7 +197,7 @@ func TestUnknownAndMissingAre404(t *testing.T) {
 func TestOnlyGET(t *testing.T) {
 	u := newUI(t, 0)
 	id := u.page(fp1, time.Now(), nil)
-	u.profile(id, "p.pb.gz", heapProfile(t), false)
+	u.profile(id, "p.pb.gz", pproftoptest.HeapProfile(t), false)
 	for _, path := range []string{"/", "/incidents/" + id, "/incidents/" + id + "/pprof/top", "/incidents/" + id + "/pprof/saveconfig", "/slo/stream-latency", "/anything"} {
 		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
 			status, hdr, _ := u.do(m, path)
@@ -241,10 +217,10 @@ func TestPProfViewsAndTheDiff(t *testing.T) {
 	u := newUI(t, 0)
 	start := time.Now().Add(-5 * time.Minute).Truncate(time.Second)
 	id := u.page(fp1, start, nil)
-	u.profile(id, "page.pb.gz", heapProfile(t), false)
+	u.profile(id, "page.pb.gz", pproftoptest.HeapProfile(t), false)
 
 	page := u.get("/incidents/"+id, 200)
-	for _, want := range []string{"/incidents/" + id + "/pprof/flamegraph?si=alloc_space", "allocateLikeTheBaseline", "When the page resolves"} {
+	for _, want := range []string{"/incidents/" + id + "/pprof/flamegraph?si=alloc_space", pproftoptest.Allocator, "When the page resolves"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("incident page lacks %q", want)
 		}
@@ -253,15 +229,15 @@ func TestPProfViewsAndTheDiff(t *testing.T) {
 		t.Errorf("pprof's root: %d to %q, want its relative redirect to the flame graph", status, hdr.Get("Location"))
 	}
 	top := u.get("/incidents/"+id+"/pprof/top", 200)
-	if !strings.Contains(top, "allocateLikeTheBaseline") || !strings.Contains(top, "alloc_space") {
+	if !strings.Contains(top, pproftoptest.Allocator) || !strings.Contains(top, "alloc_space") {
 		t.Errorf("pprof top (default sample index) lacks the allocating function or alloc_space:\n%.2000s", top)
 	}
-	if fg := u.get("/incidents/"+id+"/pprof/flamegraph?si=alloc_space", 200); !strings.Contains(fg, "stackViewer(") || !strings.Contains(fg, "allocateLikeTheBaseline") {
+	if fg := u.get("/incidents/"+id+"/pprof/flamegraph?si=alloc_space", 200); !strings.Contains(fg, "stackViewer(") || !strings.Contains(fg, pproftoptest.Allocator) {
 		t.Errorf("pprof flame graph:\n%.2000s", fg)
 	}
 
 	u.resolve(id, fp1, start)
-	u.profile(id, "after.pb.gz", heapProfile(t), true)
+	u.profile(id, "after.pb.gz", pproftoptest.HeapProfile(t), true)
 	page = u.get("/incidents/"+id, 200)
 	for _, want := range []string{"-diff_base", "/incidents/" + id + "/diff/flamegraph?si=alloc_space", "after the incident resolved"} {
 		if !strings.Contains(page, want) {
@@ -269,7 +245,7 @@ func TestPProfViewsAndTheDiff(t *testing.T) {
 		}
 	}
 	diff := u.get("/incidents/"+id+"/diff/top?si=alloc_space", 200)
-	if !strings.Contains(diff, "allocateLikeTheBaseline") {
+	if !strings.Contains(diff, pproftoptest.Allocator) {
 		t.Errorf("diff top:\n%.2000s", diff)
 	}
 	// -diff_base, not -base: percentages are of the page-time profile's
@@ -289,7 +265,7 @@ func TestPProfViewsAndTheDiff(t *testing.T) {
 // Built pprof UIs are kept, but only so many: each holds a parsed profile.
 func TestViewCacheIsBounded(t *testing.T) {
 	u := newUI(t, 2)
-	raw := heapProfile(t)
+	raw := pproftoptest.HeapProfile(t)
 	var ids []string
 	for i, fp := range []string{fp1, fp2, fp3} {
 		id := u.page(fp, time.Now().Add(time.Duration(i)*time.Second), nil)
@@ -315,7 +291,7 @@ func TestViewCacheIsBounded(t *testing.T) {
 func TestAMissingProfileFileIsAnErrorPage(t *testing.T) {
 	u := newUI(t, 0)
 	id := u.page(fp1, time.Now(), nil)
-	u.profile(id, "gone.pb.gz", heapProfile(t), false)
+	u.profile(id, "gone.pb.gz", pproftoptest.HeapProfile(t), false)
 	if err := os.Remove(filepath.Join(u.st.Dir(), store.ProfilesDir, "gone.pb.gz")); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +321,7 @@ func TestSLOLinkLeadsToTheNewestPage(t *testing.T) {
 func TestASharedProfileSaysWithHowMany(t *testing.T) {
 	u := newUI(t, 0)
 	start := time.Now().Add(-time.Minute).Truncate(time.Second)
-	raw := heapProfile(t)
+	raw := pproftoptest.HeapProfile(t)
 	a, b, c := u.page(fp1, start, nil), u.page(fp2, start, nil), u.page(fp3, start, nil)
 	u.profile(a, "shared.pb.gz", raw, false)
 	u.profile(b, "shared.pb.gz", raw, false)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"burnlab/pager/internal/store"
+	"burnlab/shared/pproftop/pproftoptest"
 )
 
 // fakeGateway stands in for the gateway's /debug/pprof/allocs: it answers
@@ -43,7 +44,7 @@ func newFakeGateway(t *testing.T) *fakeGateway {
 
 func holdFakeGateway(t *testing.T, together int) *fakeGateway {
 	var prof bytes.Buffer
-	allocateLikeTheBaseline()
+	pproftoptest.AllocateLikeTheBaseline()
 	if err := pprof.Lookup("allocs").WriteTo(&prof, 0); err != nil {
 		t.Fatal(err)
 	}

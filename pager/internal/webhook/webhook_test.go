@@ -18,7 +18,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +28,8 @@ import (
 
 	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
+	"burnlab/shared/pproftop/pproftoptest"
+	"burnlab/shared/syncbuf"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -37,7 +38,7 @@ type pager struct {
 	srv  *httptest.Server
 	h    *Handler
 	st   *store.Store
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	dir  string
 }
 
@@ -53,7 +54,7 @@ func newPagerIn(t *testing.T, dir, profileURL, token string) *pager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	h := New(Config{Store: st, Log: zerolog.New(logs), ProfileURL: profileURL, Token: token, ProfileTimeout: 5 * time.Second}, prometheus.NewRegistry())
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
@@ -62,25 +63,6 @@ func newPagerIn(t *testing.T, dir, profileURL, token string) *pager {
 		st.Close()
 	})
 	return &pager{srv: srv, h: h, st: st, logs: logs, dir: dir}
-}
-
-// syncBuffer is the handler's log: captures log from their own goroutines
-// while the webhook logs from the request's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func alert(status string, severity string, starts time.Time) map[string]any {
@@ -261,18 +243,8 @@ func TestRetriesAreDeduplicatedAndTheTimelineKept(t *testing.T) {
 
 // The incident's profile comes from a real Go pprof endpoint on loopback:
 // the function that allocated most in that process must top the list.
-var sink [][]byte
-
-//go:noinline
-func allocateLikeTheBaseline() {
-	for range 4000 {
-		sink = append(sink, make([]byte, 8192))
-	}
-	sink = nil
-}
-
 func TestPageCapturesTheHeapProfile(t *testing.T) {
-	allocateLikeTheBaseline()
+	pproftoptest.AllocateLikeTheBaseline()
 	p := newPager(t, gatewayPprof(t), "")
 	start := time.Now().UTC().Truncate(time.Second).Add(250 * time.Millisecond)
 	if status, _ := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
@@ -283,7 +255,7 @@ func TestPageCapturesTheHeapProfile(t *testing.T) {
 	if inc.Profile == nil || inc.Profile.Error != "" || len(inc.Profile.Top) == 0 {
 		t.Fatalf("profile %+v", inc.Profile)
 	}
-	if !strings.HasSuffix(inc.Profile.Top[0].Function, "allocateLikeTheBaseline") {
+	if !strings.HasSuffix(inc.Profile.Top[0].Function, pproftoptest.Allocator) {
 		t.Fatalf("top alloc_space %+v", inc.Profile.Top[0])
 	}
 	if _, err := os.Stat(filepath.Join(p.dir, inc.Profile.File)); err != nil {
@@ -511,7 +483,7 @@ func TestSeverityLabelsAreBounded(t *testing.T) {
 // being fetched, journaled so it is there after a restart, and on the
 // timeline; a ticket's resolve and a retried resolve take none.
 func TestAResolvedPageGetsAProfileTakenAfter(t *testing.T) {
-	allocateLikeTheBaseline()
+	pproftoptest.AllocateLikeTheBaseline()
 	dir := t.TempDir()
 	p := newPagerIn(t, dir, gatewayPprof(t), "")
 	p.h.cfg.ExternalURL = "http://pager.example:5001"

@@ -7,38 +7,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"runtime/pprof"
 	"strings"
 	"testing"
+
+	"burnlab/shared/pproftop/pproftoptest"
 
 	"github.com/google/pprof/profile"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
 )
-
-var sink [][]byte
-
-//go:noinline
-func allocateLikeTheBaseline() {
-	for range 3000 {
-		sink = append(sink, make([]byte, 8192))
-	}
-	sink = nil
-}
-
-// heapProfile is a real Go heap profile of this test process.
-func heapProfile(t *testing.T) []byte {
-	t.Helper()
-	allocateLikeTheBaseline()
-	runtime.GC()
-	var buf bytes.Buffer
-	if err := pprof.Lookup("allocs").WriteTo(&buf, 0); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // fakePager serves the pager's API: one resolved ticket without a profile
 // and one page with the given profile, newest first.
@@ -106,7 +84,7 @@ func TestIncidentsTable(t *testing.T) {
 // profile's total alloc_space, rows in depth-first pre-order, and every
 // node's value its self plus its children's values.
 func TestFlameGraphOfARealHeapProfile(t *testing.T) {
-	raw := heapProfile(t)
+	raw := pproftoptest.HeapProfile(t)
 	p, err := profile.Parse(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +134,7 @@ func TestFlameGraphOfARealHeapProfile(t *testing.T) {
 		if value(i) != self(i)+children || self(i) < 0 {
 			t.Fatalf("row %d (%s): value %d != self %d + children %d", i, f.Fields[3].At(i), value(i), self(i), children)
 		}
-		if strings.HasSuffix(f.Fields[3].At(i).(string), "allocateLikeTheBaseline") && self(i) > total/2 {
+		if strings.HasSuffix(f.Fields[3].At(i).(string), pproftoptest.Allocator) && self(i) > total/2 {
 			found = true
 		}
 	}
@@ -186,7 +164,7 @@ func TestErrorsAndHealth(t *testing.T) {
 // A round trip through the SDK's standalone plugin server: gRPC, as
 // Grafana talks to the plugin.
 func TestRoundTripThroughThePluginServer(t *testing.T) {
-	pager := fakePager(t, heapProfile(t))
+	pager := fakePager(t, pproftoptest.HeapProfile(t))
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
@@ -217,7 +195,7 @@ func TestRoundTripThroughThePluginServer(t *testing.T) {
 // The pager lists its newest incidents a page at a time: a chosen incident
 // older than the first page is still found, by its own URL.
 func TestAFlameGraphOfAnIncidentPastTheFirstPage(t *testing.T) {
-	ds := newDS(t, fakePager(t, heapProfile(t)).URL)
+	ds := newDS(t, fakePager(t, pproftoptest.HeapProfile(t)).URL)
 	j, _ := json.Marshal(map[string]string{"queryType": "flamegraph", "incident": "p0-1"})
 	resp, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{RefID: "A", JSON: j}}})
 	if err != nil {

@@ -35,20 +35,31 @@ type stream struct {
 	texts   []*textStream
 	choices int
 	scanner chunk.Scanner
-	// Reused per event: each span's stream and, for the escaped ones, its
-	// text decoded in text; a redaction; the data of an event over several
-	// lines, made one. No pointers, so filling them costs no write barriers
+	// Scratch space reused from event to event. decoded says, for each text
+	// of the chunk, its stream and where its decoded text is; text holds
+	// the decoded texts that had escapes; red holds a redaction; joined
+	// holds the data of an event over several lines, made one line.
+	// decoded holds no pointers, so filling it costs no write barriers
 	// while the GC marks.
 	decoded           []decoded
 	text, red, joined []byte
 	// otherRedactions counts what was redacted outside the text streams.
 	otherRedactions [redact.NumKinds]int
-	// For token, of the chunks in the scanner's shape gen: the stream of
-	// their text, and their line up to its opening quote (the bytes
-	// before it are the same in each).
-	tokenStream int
-	tokenGen    uint64
-	tokenHead   []byte
+	// fast is what the fast path keeps of the shape it last served.
+	fast tokenShape
+	// generalOnly sends every chunk by the general path; FuzzRewriter sets
+	// it to compare the two paths.
+	generalOnly bool
+}
+
+// tokenShape is what the fast path (commonToken) keeps of one shape: gen,
+// the scanner's number of the walk that found it (0 is no walk's); stream,
+// the text stream of its one text, an index into texts; and head, the line
+// up to that text's opening quote, the same for every chunk of the shape.
+type tokenShape struct {
+	gen    uint64
+	stream int
+	head   []byte
 }
 
 // decoded is a span of the current chunk made ready to redact: its stream,
@@ -73,10 +84,11 @@ func (s *stream) begin(tr transcript.Transcript, choices int) {
 type textStream struct {
 	key chunk.Key
 	red redact.Redactor
-	// The last chunk that left text held back: the final release goes out
-	// in the upstream's own shape for this stream. tmplGen is the scanner
-	// shape it was in: a chunk of the same shape has the same bytes around
-	// its text, so it need not be copied again.
+	// tmpl is the release template: the last chunk that left text held
+	// back, whose shape the final release of the held tail goes out in.
+	// tmplGen is the scanner's number of its shape: a later chunk of the
+	// same shape has the same bytes around its text, so it is not copied
+	// again.
 	tmpl    []byte
 	tmplGen uint64
 }
@@ -217,103 +229,113 @@ func (s *stream) redactText(text []byte) (red []byte, changed bool) {
 	return red, changed
 }
 
-// dataEvent forwards the data of one event with every text in it redacted
-// (each text stream holding back a tail that may still become PII),
-// counted, and added to the transcript by the build's parser. The other
-// strings of a chunk (ids, keys, an error's message) are redacted each on
-// its own (redactOthers); numbers and the rest of its structure pass as
-// they came: redacting the raw JSON as text would turn a "created"
-// timestamp into a phone number and the chunk into invalid JSON.
-//
-// A chunk that is JSON but past the limits of an ordinary one (nested too
-// deep, an index no client tells apart, more texts than the gateway keeps
-// state for, log probabilities or audio it never asked for) ends the
-// stream: a client would decode it, escapes and all, and the gateway
-// cannot redact what it does not walk.
+// dataEvent forwards the data of one event, scanned as the client will
+// decode it. A JSON chunk goes by the fast path (commonToken) when it is
+// the common token, else by the general path (forwardChunk); data that is
+// not JSON goes as text (forwardText); a chunk past the scanner's limits
+// ends the stream (refusal).
 func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
-	payload, joined := ev.Data, ev.Lines
-	if joined {
-		// Data over several lines: scanned as the client has it. If it
-		// is JSON, each LF is white space between its tokens (JSON holds
-		// none raw in a string), so as spaces it is the same document,
-		// and goes out on one line; if not, it goes out as text.
-		if _, err := s.scanner.Scan(payload); err == nil {
-			s.joined = append(s.joined[:0], payload...)
-			for i, c := range s.joined {
-				if c == '\n' {
-					s.joined[i] = ' '
-				}
-			}
-			payload = s.joined
-		}
+	payload := ev.Data
+	if ev.Lines {
+		payload = s.joinLines(payload)
 	}
 	spans, err := s.scanner.Scan(payload)
 	if errors.Is(err, chunk.ErrBadUTF8) {
 		payload = s.repairUTF8(payload)
 		spans, err = s.scanner.Scan(payload)
 	}
-	if _, hit := s.scanner.Shape(); err == nil && !hit {
-		// A chunk walked in full: its other strings are checked. One in
-		// the shape of the last walk has the same bytes outside its text,
-		// checked then.
-		clean, changed, cerr := s.redactOthers(payload)
-		if cerr != nil {
-			return cerr
+	if err != nil {
+		if err = refusal(err); err == errNotJSON {
+			return s.forwardText(out, ev, payload)
 		}
-		if changed {
-			payload = clean
-			spans, err = s.scanner.Scan(payload)
+		return err
+	}
+	if _, hit := s.scanner.Shape(); !hit {
+		// A chunk walked in full has its other strings checked. One in the
+		// shape of the last walk has the same bytes outside its text,
+		// checked then.
+		if payload, spans, err = s.redactOthers(payload, spans); err != nil {
+			return err
 		}
 	}
+	if !s.generalOnly && s.commonToken(out, ev, payload, spans) {
+		return nil
+	}
+	return s.forwardChunk(out, ev, payload, spans)
+}
+
+// joinLines returns the data of an event over several lines as one line if
+// it is JSON, else as it is. In JSON each LF is white space between tokens
+// (JSON holds none raw in a string), so with a space for each it is the
+// same document.
+func (s *stream) joinLines(data []byte) []byte {
+	if _, err := s.scanner.Scan(data); err != nil {
+		return data
+	}
+	s.joined = append(s.joined[:0], data...)
+	for i, c := range s.joined {
+		if c == '\n' {
+			s.joined[i] = ' '
+		}
+	}
+	return s.joined
+}
+
+// errNotJSON is refusal's word for data that is no JSON document.
+var errNotJSON = errors.New("not JSON")
+
+// refusal says why the scanner refused a chunk. Past its limits (nested
+// too deep, an index no client tells apart, more texts than the gateway
+// keeps state for, log probabilities or audio it never asked for) it is an
+// unredactable error: a client would decode such a chunk, escapes and all,
+// and the gateway cannot redact what it does not walk. Anything else is
+// errNotJSON.
+func refusal(err error) error {
 	switch {
-	case err == nil:
-		if s.token(out, ev, payload, spans) {
-			return nil
-		}
-		reason := s.decode(payload, spans)
-		if reason == "" {
-			// A chunk that ends a choice comes after all its text: what
-			// its other streams still hold goes out first. Its own are
-			// flushed as it is rewritten, so a tail still joins the text
-			// that follows it.
-			for i, t := range s.texts {
-				if s.scanner.Finished(t.key.Choice) && !slices.ContainsFunc(s.decoded, func(d decoded) bool { return d.stream == i }) {
-					s.release(out, t)
-				}
-			}
-			// The event's own lines come after the releases, which are
-			// events of the gateway's.
-			s.fields(out, ev)
-			from := len(out.buf)
-			out.buf = s.rewrite(out.buf, payload, spans)
-			s.emit(out, from)
-			s.shrink()
-			return nil
-		}
-		switch reason {
-		case reasonTooManyTexts:
-			return unredactable{reason, "more text streams than the gateway redacts (" + strconv.Itoa(maxTextStreams) + ")"}
-		case reasonBadChoice:
-			return unredactable{reasonUnredactable, "a choice index past the " + strconv.Itoa(s.choices) + " the request asked for"}
-		}
-		// The scanner checked every escape, so this cannot happen; if it
-		// did, the chunk is not passed on as text, escapes and all.
-		return unredactable{reasonUnredactable, "a text the gateway could not decode"}
 	case errors.Is(err, chunk.ErrTooMany):
 		return unredactable{reasonTooManyTexts, err.Error()}
 	case errors.Is(err, chunk.ErrTooDeep) || errors.Is(err, chunk.ErrBadIndex) || errors.Is(err, chunk.ErrUnredactable) ||
 		errors.Is(err, chunk.ErrTooManyStrings):
 		return unredactable{reasonUnredactable, err.Error()}
 	}
-	// Not JSON, so no strict client decodes it: redacted as plain text, as
-	// the client has it, so nothing unparsable carries PII past the
-	// gateway. Its lines go out as data lines of one event. A lenient
-	// decoder (Python's json takes NaN and Infinity, and so the OpenAI
-	// SDK) could still decode its escapes into what the redactor never
-	// saw: data that is no JSON but holds a backslash is not passed on.
-	if joined {
-		payload = ev.Data
+	return errNotJSON
+}
+
+// forwardChunk is the general path: it forwards a JSON chunk with every
+// text in it redacted by its stream (each holding back a tail that may
+// still become PII), counts its tokens, and adds its line to the
+// transcript. Numbers and the rest of the chunk's structure pass as they
+// came: redacting the raw JSON as text would turn a "created" timestamp
+// into a phone number and the chunk into invalid JSON.
+func (s *stream) forwardChunk(out *flusher, ev *sse.Event, payload []byte, spans []chunk.Span) error {
+	if err := s.decode(payload, spans); err != nil {
+		return err
 	}
+	// A chunk that ends a choice comes after all its text: what its other
+	// streams still hold goes out first, as events of the gateway's own.
+	// The chunk's own streams are flushed as it is rewritten, so a held
+	// tail still joins the text that follows it.
+	for i, t := range s.texts {
+		if s.scanner.Finished(t.key.Choice) && !slices.ContainsFunc(s.decoded, func(d decoded) bool { return d.stream == i }) {
+			s.release(out, t)
+		}
+	}
+	s.fields(out, ev) // after the releases, so they do not take its type and id
+	from := len(out.buf)
+	out.buf = s.rewrite(out.buf, payload, spans)
+	s.emit(out, from)
+	s.shrink()
+	return nil
+}
+
+// forwardText forwards the data of an event that is not JSON, so no strict
+// client decodes it: it is redacted as plain text, as the client has it,
+// so nothing unparsable carries PII past the gateway, and its lines go out
+// as the data lines of one event. A lenient decoder (Python's json takes
+// NaN and Infinity, and so does the OpenAI SDK) could still decode its
+// escapes into text the redactor never saw, so data that is no JSON but
+// holds a backslash is not forwarded at all.
+func (s *stream) forwardText(out *flusher, ev *sse.Event, payload []byte) error {
 	if bytes.IndexByte(payload, '\\') >= 0 {
 		return unredactable{reasonUnredactable, "data that is not JSON but holds escapes, which a lenient decoder would decode"}
 	}
@@ -338,16 +360,17 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 func (s *stream) shrink() {
 	s.text, s.red, s.joined = shrink(s.text), shrink(s.red), shrink(s.joined)
 	s.scanner.Shrink(keepScratch)
-	if cap(s.tokenHead) > keepScratch {
-		s.tokenHead, s.tokenGen = nil, 0 // no walk has gen 0
+	if cap(s.fast.head) > keepScratch {
+		s.fast = tokenShape{}
 	}
 }
 
-// redactOthers returns payload with each of the scanner's other strings
-// redacted as a text of its own, and whether any changed. It builds a new
-// payload only then: an ordinary chunk's ids and keys hold no PII, and
-// their check allocates nothing.
-func (s *stream) redactOthers(payload []byte) ([]byte, bool, error) {
+// redactOthers returns the chunk with each of the scanner's other strings
+// (its ids, keys, an error's message) redacted as a text of its own, and
+// its texts found again. It builds a new payload only when one changed: an
+// ordinary chunk's ids and keys hold no PII, and their check allocates
+// nothing.
+func (s *stream) redactOthers(payload []byte, spans []chunk.Span) ([]byte, []chunk.Span, error) {
 	var clean []byte
 	last := 0
 	for _, sp := range s.scanner.Others() {
@@ -357,7 +380,7 @@ func (s *stream) redactOthers(payload []byte) ([]byte, bool, error) {
 			if s.text, err = openai.AppendUnquote(s.text[:0], payload[sp.Start:sp.End]); err != nil {
 				// Cannot happen: the scanner checked its escapes. Were it
 				// to, the string is not passed on unredacted.
-				return nil, false, unredactable{reasonUnredactable, "a string the gateway could not decode: " + err.Error()}
+				return nil, nil, unredactable{reasonUnredactable, "a string the gateway could not decode: " + err.Error()}
 			}
 			text = s.text
 		}
@@ -369,9 +392,14 @@ func (s *stream) redactOthers(payload []byte) ([]byte, bool, error) {
 		last = sp.End
 	}
 	if clean == nil {
-		return payload, false, nil
+		return payload, spans, nil
 	}
-	return append(clean, payload[last:]...), true, nil
+	clean = append(clean, payload[last:]...)
+	spans, err := s.scanner.Scan(clean)
+	if err != nil { // cannot happen: only strings changed, each quoted again
+		return nil, nil, unredactable{reasonUnredactable, "a chunk the gateway could not redact: " + err.Error()}
+	}
+	return clean, spans, nil
 }
 
 // repairUTF8 returns payload with each invalid sequence made U+FFFD, as a
@@ -390,37 +418,35 @@ func (u unredactable) Error() string {
 
 var dataPrefix = []byte("data: ")
 
-// reasonBadChoice is decode's word for a text of a choice the request did
-// not ask for; the stream ends as unredactable_chunk.
-const reasonBadChoice = "bad_choice"
-
-// decode finds the stream of each span and decodes the strings with
-// escapes, or returns why it could not (a repair reason). Every span is
-// decoded before any redactor sees one, so a chunk given up half-way
-// leaves no stream holding text that was never forwarded. A string without
-// escapes is its own text: the common token is not copied.
-func (s *stream) decode(payload []byte, spans []chunk.Span) string {
+// decode finds the text stream of each span and decodes the strings that
+// have escapes into s.text, filling s.decoded. Every span is decoded before
+// any redactor sees one, so a chunk given up half-way leaves no stream
+// holding text that was never forwarded. A string without escapes is its
+// own text and is not copied.
+func (s *stream) decode(payload []byte, spans []chunk.Span) error {
 	s.text, s.decoded = s.text[:0], s.decoded[:0]
 	for i := range spans {
 		sp := &spans[i]
 		d := decoded{stream: s.textStream(sp.Key), from: -1}
 		switch d.stream {
 		case -1:
-			return reasonTooManyTexts
+			return unredactable{reasonTooManyTexts, "more text streams than the gateway redacts (" + strconv.Itoa(maxTextStreams) + ")"}
 		case -2:
-			return reasonBadChoice
+			return unredactable{reasonUnredactable, "a choice index past the " + strconv.Itoa(s.choices) + " the request asked for"}
 		}
 		if sp.Escaped {
 			d.from = len(s.text)
 			var err error
 			if s.text, err = openai.AppendUnquote(s.text, payload[sp.Start:sp.End]); err != nil {
-				return reasonInvalidJSON
+				// Cannot happen: the scanner checked every escape. Were it
+				// to, the chunk is not passed on as text, escapes and all.
+				return unredactable{reasonUnredactable, "a text the gateway could not decode: " + err.Error()}
 			}
 			d.to = len(s.text)
 		}
 		s.decoded = append(s.decoded, d)
 	}
-	return ""
+	return nil
 }
 
 // rewrite appends to dst the event line of payload with each decoded text
@@ -430,7 +456,7 @@ func (s *stream) decode(payload []byte, spans []chunk.Span) string {
 // unquoted nor quoted again: the scanner found it valid UTF-8 with no quote,
 // backslash or control character, and what a redactor releases is such a
 // text's own bytes, replacements, and tails it held, which are never any
-// of those (redact.Redactor) — so it is its own JSON.
+// of those (redact.Redactor), so it is its own JSON.
 func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 	// Locals, stored once: while the GC marks, every store of a slice into
 	// the stream costs a write barrier, and this runs for every event.
@@ -441,7 +467,7 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 		t := s.texts[d.stream]
 		finished := s.scanner.Finished(sp.Key.Choice)
 		if d.from < 0 {
-			out = s.plain(out, payload[last:sp.Start+1], payload[sp.Start+1:sp.End-1], t, finished)
+			out = s.appendUnescaped(out, payload[last:sp.Start+1], payload[sp.Start+1:sp.End-1], t, finished)
 		} else {
 			text := s.text[d.from:d.to]
 			if len(text) > 0 {
@@ -455,16 +481,18 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 			out = openai.AppendQuote(out, red)
 		}
 		last = sp.End
-		s.keepShape(t, payload)
+		s.keepTemplate(t, payload)
 	}
 	s.red = red
 	return append(out, payload[last:]...)
 }
 
-// plain appends head, the bytes of a chunk up to a string without escapes
-// and its opening quote, then the string's text redacted by t straight into
-// the line, and the closing quote.
-func (s *stream) plain(out, head, text []byte, t *textStream, finished bool) []byte {
+// appendUnescaped appends head (the bytes of a chunk up to a text without
+// escapes, its opening quote included), then the text redacted by t
+// straight into the line, then the closing quote; finished says the text is
+// its stream's last, so nothing is held back. Both paths build such a
+// text's part of the line here, so both count and redact it alike.
+func (s *stream) appendUnescaped(out, head, text []byte, t *textStream, finished bool) []byte {
 	if len(text) > 0 {
 		s.acct.token()
 	}
@@ -476,9 +504,10 @@ func (s *stream) plain(out, head, text []byte, t *textStream, finished bool) []b
 	return append(out, '"')
 }
 
-// keepShape keeps payload as t's template for its final release while t
-// holds text back, unless the template is a chunk of the same shape.
-func (s *stream) keepShape(t *textStream, payload []byte) {
+// keepTemplate keeps payload as t's release template while t holds text
+// back, unless the template already is a chunk of the same shape, whose
+// bytes around the text are the same.
+func (s *stream) keepTemplate(t *textStream, payload []byte) {
 	if gen, hit := s.scanner.Shape(); t.red.Pending() && !(hit && t.tmplGen == gen) {
 		grown := cap(t.tmpl)
 		t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
@@ -488,30 +517,41 @@ func (s *stream) keepShape(t *textStream, payload []byte) {
 	}
 }
 
-// token forwards the chunk nearly every event is, if this is one: in the
-// shape of the last chunk walked, with one text, without escapes, and no
-// finish reason (so no other stream is released before it). It reports
-// false, having done nothing, for any other.
-func (s *stream) token(out *flusher, ev *sse.Event, payload []byte, spans []chunk.Span) bool {
+// commonToken is the fast path. If the chunk is the common token it
+// forwards it and reports true; for any other chunk it does nothing and
+// reports false, and the general path forwards it.
+//
+// Its output is the general path's: for every stream, the lines the client
+// gets, the transcript, the tokens counted and each text stream's state are
+// what forwardChunk makes of the same chunks. FuzzRewriter holds the two
+// to that, forwarding every stream both ways.
+//
+// What it saves is the general path's lookups and copies. The bytes before
+// the text are the same in every chunk of a shape, so it finds the text's
+// stream and builds the line up to the text's opening quote once a shape
+// (s.fast), and then writes each token redacted straight after that head.
+// A common token has no finish reason, so no other stream is released
+// before it, and no escapes, so its text is its bytes.
+func (s *stream) commonToken(out *flusher, ev *sse.Event, payload []byte, spans []chunk.Span) bool {
 	gen, hit := s.scanner.Shape()
 	if !hit || len(spans) != 1 || spans[0].Escaped || s.scanner.Finishing() {
 		return false
 	}
 	sp := &spans[0]
-	if s.tokenGen != gen {
+	if s.fast.gen != gen {
 		i := s.textStream(sp.Key)
 		if i < 0 {
 			return false
 		}
-		s.tokenStream, s.tokenGen = i, gen
-		s.tokenHead = append(append(s.tokenHead[:0], dataPrefix...), payload[:sp.Start+1]...)
+		s.fast.stream, s.fast.gen = i, gen
+		s.fast.head = append(append(s.fast.head[:0], dataPrefix...), payload[:sp.Start+1]...)
 	}
-	t := s.texts[s.tokenStream]
+	t := s.texts[s.fast.stream]
 	s.fields(out, ev)
 	from := len(out.buf)
-	line := s.plain(out.buf, s.tokenHead, payload[sp.Start+1:sp.End-1], t, false)
+	line := s.appendUnescaped(out.buf, s.fast.head, payload[sp.Start+1:sp.End-1], t, false)
 	out.buf = append(line, payload[sp.End:]...)
-	s.keepShape(t, payload)
+	s.keepTemplate(t, payload)
 	s.emit(out, from)
 	return true
 }

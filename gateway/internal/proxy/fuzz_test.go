@@ -18,9 +18,11 @@ import (
 // pieces, each placed by layout in a choice and a field of a well-formed
 // chunk; raw is a payload exactly as given, in a stream of its own.
 // Properties: no panic; every forwarded line is JSON when its input was;
-// and what a client assembles per text stream is the whole stream redacted
-// in one piece — splitting never lets PII through (within the redactor's
-// hold bound).
+// what a client assembles per text stream is the whole stream redacted in
+// one piece, so splitting never lets PII through (within the redactor's
+// hold bound); and the fast path changes nothing: each stream forwarded
+// with every chunk sent by the general path gives the client the same
+// bytes, the transcript the same lines and the tenant the same tokens.
 func FuzzRewriter(f *testing.F) {
 	f.Add("Mail jane.do|e@example.com, call +1 (555) 12|3-4567", uint64(0), "")
 	f.Add("card 4111 1111 |1111 1111|key sk-abcdefghij|klmnopqrstuvwxyz", uint64(0x9c), `{"created":1733011200}`)
@@ -31,7 +33,7 @@ func FuzzRewriter(f *testing.F) {
 		if raw != "" && !strings.ContainsAny(raw, "\r\n") {
 			// A chunk the gateway cannot redact, or data that is no JSON
 			// but holds escapes, is not forwarded at all.
-			out := rewriteAll(t, raw)
+			out := rewriteAll(t, raw).lines
 			if len(out) > 0 {
 				if line, _ := strings.CutPrefix(out[0], "data: "); json.Valid([]byte(raw)) && !json.Valid([]byte(line)) {
 					t.Fatalf("valid chunk %s forwarded as invalid JSON %s", raw, line)
@@ -63,7 +65,11 @@ func FuzzRewriter(f *testing.F) {
 		}
 		got := map[chunk.Key]string{}
 		var sc chunk.Scanner
-		for _, line := range rewriteAll(t, payloads...) {
+		fast := rewriteAll(t, payloads...)
+		if general := rewriteAllBy(t, true, payloads...); general.body != fast.body || general.transcript != fast.transcript || general.tokens != fast.tokens {
+			t.Fatalf("the fast path's stream differs from the general path's:\nfast:    %q %q %d\ngeneral: %q %q %d", fast.body, fast.transcript, fast.tokens, general.body, general.transcript, general.tokens)
+		}
+		for _, line := range fast.lines {
 			payload := strings.TrimPrefix(line, "data: ")
 			spans, err := sc.Scan([]byte(payload))
 			if err != nil {
@@ -94,10 +100,23 @@ func must(b []byte, err error) []byte {
 	return b
 }
 
-// rewriteAll forwards payloads as one stream and returns the data lines the
-// client got.
-func rewriteAll(t *testing.T, payloads ...string) []string {
-	s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults(), tr: transcript.NewFixed(0), choices: MaxChoices}
+// forwarded is what one stream gave its client, transcript and tenant.
+type forwarded struct {
+	body, transcript string
+	tokens           int
+	lines            []string // the body's data lines
+}
+
+// rewriteAll forwards payloads as one stream, as the gateway does.
+func rewriteAll(t *testing.T, payloads ...string) forwarded {
+	return rewriteAllBy(t, false, payloads...)
+}
+
+// rewriteAllBy forwards payloads as one stream, every chunk by the general
+// path when generalOnly is set.
+func rewriteAllBy(t *testing.T, generalOnly bool, payloads ...string) forwarded {
+	tr := transcript.NewFixed(0)
+	s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults(), tr: tr, choices: MaxChoices, generalOnly: generalOnly}
 	rec := httptest.NewRecorder()
 	out := newFlusher(rec, time.Second)
 	for _, p := range payloads {
@@ -110,11 +129,11 @@ func rewriteAll(t *testing.T, payloads ...string) []string {
 	if err := out.flush(); err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for _, line := range strings.Split(rec.Body.String(), "\n") {
+	f := forwarded{body: rec.Body.String(), transcript: tr.String(), tokens: s.acct.tokens}
+	for _, line := range strings.Split(f.body, "\n") {
 		if strings.HasPrefix(line, "data: ") {
-			lines = append(lines, line)
+			f.lines = append(f.lines, line)
 		}
 	}
-	return lines
+	return f
 }

@@ -5,6 +5,44 @@
 // coalesced writes (forward.go) — while counting what it forwards and
 // charging the tenant (accounting.go). Each stream ends with one result
 // (result.go), from which its metrics and log line are made.
+//
+// # Forwarding a token stream
+//
+// The upstream sends an event a token. Its data is a chunk: a JSON document
+// in which a few strings are texts, the model output a client shows
+// (chunk.Field). Each text belongs to a text stream, one for each choice and
+// field, redacted by a redactor of its own (redact.Redactor). A redactor
+// holds back a tail that may still become PII when the next chunk's text
+// arrives.
+//
+// The shape of a chunk with one text is its bytes outside that text: what
+// comes before the text's opening quote and after its closing quote. A
+// provider sends nearly every chunk of a stream in one shape (the same id,
+// choice and field; only the token differs), and chunk.Scanner takes a
+// chunk in the shape of the last chunk it walked without walking it again.
+// The scanner numbers its walks (Scanner.Shape), so two chunks with the
+// same number have the same shape.
+//
+// The common token is the chunk nearly every event is: in the shape of the
+// last chunk walked, with one text that has no escapes, and no finish
+// reason.
+//
+// forward.go builds each line a client gets in one of four ways:
+//   - The general path (forwardChunk) takes any JSON chunk. It finds each
+//     text's stream, decodes its escapes, redacts it, and writes the chunk
+//     with its texts redacted in place.
+//   - The fast path (commonToken) takes only the common token, and writes
+//     the line the general path would, without its lookups and copies.
+//     FuzzRewriter holds the two paths to the same output.
+//   - A release writes what a text stream still holds back when its choice
+//     or the stream ends, as an event of the gateway's own, in the shape of
+//     the last chunk that left text held back (the stream's release
+//     template).
+//   - Data that is not JSON is redacted as plain text (forwardText).
+//
+// Two things are kept per shape, so the common token copies neither: the
+// fast path's line up to the text (tokenShape), and each text stream's
+// release template, copied again only when the shape changes.
 package proxy
 
 import (

@@ -174,11 +174,12 @@ bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 # not in make test (a smoke run of it is, in stack/benchproxy). It checks
 # for nginx itself rather than through make tools, so a benchmark does not
 # install Prometheus and Chromium too. BENCH_PROXY_FLAGS: e.g. -streams 100,
-# -targets direct,reverseproxy,gateway-fixed, -o bench-proxy.json.
+# -targets direct,reverseproxy,gateway-fixed, -o bench-proxy.json. SAVE=1
+# writes the run to docs/results/bench-proxy.md.
 .PHONY: bench-proxy
 bench-proxy: ## CPU/stream, streams/s, p50/p99 and heap/stream: direct, ReverseProxy, nginx, both gateways (~1 min; installs nginx)
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || $(call apt,nginx)
-	$(GO) run ./stack/cmd/bench-proxy $(BENCH_PROXY_FLAGS)
+	$(GO) run ./stack/cmd/bench-proxy $(BENCH_PROXY_FLAGS) $(if $(SAVE),-save docs/results/bench-proxy.md)
 
 # -fuzzminimizetime: minimizing a large new input otherwise takes up to a
 # minute of the budget with no new executions.
@@ -217,10 +218,11 @@ lab-switch: ## switch a running lab's gateway: make lab-switch GATEWAY_TAG=fixed
 	$(GO) run ./stack/cmd/lab switch -variant $(GATEWAY_TAG)
 
 # The scenario matrix runs its fixed-build labs side by side after the
-# baseline's run; SCENARIOS=a,b keeps only those (make e2e-scenarios).
+# baseline's run; SCENARIOS=a,b keeps only those (make e2e-scenarios). SAVE=1
+# writes docs/results/lab-e2e.md and scenarios-e2e.md from a passing run.
 .PHONY: e2e
 e2e: tools ## the end-to-end proof on the native lab: baseline pages, fixed resolves, idle is silent; then every scenario's alerts (~28 min)
-	$(GO) test -tags e2e -run 'TestEndToEnd|TestScenarios' -count=1 -timeout 40m -v ./stack/lab
+	$(if $(SAVE),BURNLAB_RESULTS=$(abspath docs/results)) $(GO) test -tags e2e -run 'TestEndToEnd|TestScenarios' -count=1 -timeout 40m -v ./stack/lab
 
 # The compose e2e runs docker-compose.yml on this machine's engine under
 # the project name burnlab-e2e, on the stand-ins where the engine has no
@@ -234,7 +236,7 @@ e2e-compose: compose-plugin busybox ## the end-to-end proof on docker compose: b
 
 .PHONY: e2e-scenarios
 e2e-scenarios: tools ## the scenario matrix alone (SCENARIOS=upstream-tail,creep for some; ~19 min for all)
-	$(GO) test -tags e2e -run TestScenarios -count=1 -timeout 35m -v ./stack/lab
+	$(if $(SAVE),BURNLAB_RESULTS=$(abspath docs/results)) $(GO) test -tags e2e -run TestScenarios -count=1 -timeout 35m -v ./stack/lab
 
 .PHONY: scenario
 scenario: ## inject a fault into the running lab or compose stack: make scenario S=upstream-tail (S=none clears it; no S lists them)

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"burnlab/shared/incident"
 	"burnlab/stack/lab"
+	"burnlab/stack/results"
 	"burnlab/stack/standins"
 )
 
@@ -238,7 +238,7 @@ func TestComposeEndToEnd(t *testing.T) {
 	}
 	tl.mark("done")
 	tl.print(os.Stdout)
-	if dir := os.Getenv("BURNLAB_RESULTS"); dir != "" && !t.Failed() {
+	if dir := os.Getenv(results.EnvDir); dir != "" && !t.Failed() {
 		if err := tl.save(filepath.Join(dir, "compose-e2e.md"), r.Images); err != nil {
 			t.Error(err)
 		}
@@ -687,26 +687,22 @@ func (tl *timeline) print(w *os.File) {
 	fmt.Fprintf(w, "timeline:\n%s\n", strings.Join(tl.lines, "\n"))
 }
 
-// save writes the timeline as a result file: the revision, the date and
-// the machine with it, so a figure is never read apart from its run.
+// save writes the timeline as a result file (stack/results), with the
+// engine's and Compose's versions and the images it ran.
 func (tl *timeline) save(path string, images []standins.Built) error {
-	rev, _ := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output()
 	engine, _ := exec.Command("docker", "version", "--format", "{{.Server.Version}}").Output()
 	compose, _ := exec.Command("docker", "compose", "version", "--short").Output()
-	var b strings.Builder
-	fmt.Fprintf(&b, "# The compose end-to-end run\n\nWritten by `make e2e-compose SAVE=1` (stack/compose, TestComposeEndToEnd).\n\n")
-	fmt.Fprintf(&b, "- revision: %s\n- date: %s\n- machine: %d cores, %s/%s, Docker Engine %s, Compose %s\n",
-		bytes.TrimSpace(rev), tl.t0.UTC().Format(time.DateTime+" MST"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, bytes.TrimSpace(engine), bytes.TrimSpace(compose))
-	fmt.Fprintf(&b, "- images: ")
-	for i, im := range images {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "`%s` for `%s`", im.Ref, im.Pin)
+	var ims []string
+	for _, im := range images {
+		ims = append(ims, fmt.Sprintf("`%s` for `%s`", im.Ref, im.Pin))
 	}
-	fmt.Fprintf(&b, "\n\nEach figure is from the test's start; the build figure depends on what Go's and BuildKit's caches held.\n\n```\n%s\n```\n", strings.Join(tl.lines, "\n"))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	return results.Write(path, results.Run{
+		Title: "The compose end-to-end run",
+		By:    "`make e2e-compose SAVE=1` (stack/compose, TestComposeEndToEnd)",
+		Root:  root, Date: tl.t0,
+		Machine: []string{"Docker Engine " + string(bytes.TrimSpace(engine)), "Compose " + string(bytes.TrimSpace(compose))},
+		Notes: []string{"images: " + strings.Join(ims, ", "),
+			"each figure is from the test's start; the build figure depends on what Go's and BuildKit's caches held"},
+		Body: strings.Join(tl.lines, "\n"),
+	})
 }

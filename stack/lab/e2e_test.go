@@ -20,6 +20,7 @@ import (
 	"burnlab/shared/scenario"
 	"burnlab/shared/slo"
 	"burnlab/shared/variant"
+	"burnlab/stack/results"
 )
 
 // The bounds the e2e holds the lab to: generous against the lab windows'
@@ -73,9 +74,11 @@ func TestEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	t0 := time.Now()
+	var timeline []string
 	say := func(format string, args ...any) {
 		line := fmt.Sprintf("t+%-4s %s", time.Since(t0).Round(time.Second).String(), fmt.Sprintf(format, args...))
 		fmt.Println(line)
+		timeline = append(timeline, line)
 	}
 	l, err := Start(ctx, Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Variant: variant.Baseline, Log: os.Stdout})
 	if err != nil {
@@ -302,6 +305,20 @@ func TestEndToEnd(t *testing.T) {
 	}
 	say("no traffic for %s: no page, nothing new firing in Prometheus", idleQuiet)
 	say("done in %s", time.Since(t0).Round(time.Second))
+	if dir := os.Getenv(results.EnvDir); dir != "" {
+		prom, am, err := l.Versions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := results.Write(filepath.Join(dir, "lab-e2e.md"), results.Run{
+			Title: "The native lab's end-to-end run", By: "`make e2e SAVE=1` (stack/lab, TestEndToEnd)",
+			Root: root, Date: t0, Machine: []string{"Prometheus " + prom, "Alertmanager " + am},
+			Notes: []string{"each figure is from the test's start; the baseline gateway pages, make lab-switch to fixed resolves, then the idle stack stays silent"},
+			Body:  strings.Join(timeline, "\n"),
+		}); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // pinned reads the versions docker-compose.yml pins its Prometheus and

@@ -17,6 +17,7 @@ import (
 
 	"burnlab/shared/scenario"
 	"burnlab/shared/variant"
+	"burnlab/stack/results"
 )
 
 // The matrix's bounds, from the injection (fire) and from the clear
@@ -72,11 +73,16 @@ func TestScenarios(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	var out sync.Mutex
+	var (
+		out      sync.Mutex
+		timeline []string
+	)
 	say := func(name, format string, args ...any) {
 		out.Lock()
 		defer out.Unlock()
-		fmt.Printf("t+%-5s %-16s %s\n", time.Since(t0).Round(time.Second), name, fmt.Sprintf(format, args...))
+		line := fmt.Sprintf("t+%-5s %-16s %s", time.Since(t0).Round(time.Second), name, fmt.Sprintf(format, args...))
+		fmt.Println(line)
+		timeline = append(timeline, line)
 	}
 	// Built once, before any lab runs: a lab compiling beside another's
 	// warm-up starves its gateway (first tokens over 250 ms).
@@ -85,10 +91,10 @@ func TestScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	var (
-		wg      sync.WaitGroup
-		results []*result
-		labs    []*Lab
-		rows    []scenario.Scenario
+		wg       sync.WaitGroup
+		outcomes []*result
+		labs     []*Lab
+		rows     []scenario.Scenario
 	)
 	// SCENARIOS=a,b runs only those (make e2e-scenarios SCENARIOS=…).
 	only := strings.FieldsFunc(os.Getenv("SCENARIOS"), func(r rune) bool { return r == ',' || r == ' ' })
@@ -97,7 +103,7 @@ func TestScenarios(t *testing.T) {
 			continue
 		}
 		r := &result{name: sc.Name, build: sc.Build, expected: sc.Expected()}
-		results = append(results, r)
+		outcomes = append(outcomes, r)
 		dir := t.TempDir()
 		l, err := Start(ctx, Config{Root: root, Dir: dir, Addrs: mustFreeAddrs(t), Variant: sc.Build, Shape: shape, Log: io.Discard, Bin: bin, NoLoad: true})
 		if err != nil {
@@ -110,7 +116,7 @@ func TestScenarios(t *testing.T) {
 	// Every lab is up before any load starts, so no start-up work overlaps
 	// a warm-up.
 	for i, l := range labs {
-		sc, r := rows[i], results[i]
+		sc, r := rows[i], outcomes[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -129,12 +135,24 @@ func TestScenarios(t *testing.T) {
 	}
 	wg.Wait()
 	if regression != nil {
-		results = append([]*result{regression}, results...)
+		outcomes = append([]*result{regression}, outcomes...)
 	}
-	printMatrix(results)
-	for _, r := range results {
+	var matrix strings.Builder
+	printMatrix(io.MultiWriter(os.Stdout, &matrix), outcomes)
+	for _, r := range outcomes {
 		if r.err != nil {
 			t.Errorf("%s: %v", r.name, r.err)
+		}
+	}
+	if dir := os.Getenv(results.EnvDir); dir != "" && !t.Failed() {
+		if err := results.Write(filepath.Join(dir, "scenarios-e2e.md"), results.Run{
+			Title: "The scenario matrix", By: "`make e2e SAVE=1` (stack/lab, TestScenarios; the regression row from TestEndToEnd when both ran)",
+			Root: root, Date: t0,
+			Notes: []string{"each lab runs one fixed-build scenario, all at once; times are from the fault's injection or clear",
+				"the table, then the timeline of every lab"},
+			Body: strings.TrimLeft(matrix.String(), "\n") + "\n" + strings.Join(timeline, "\n"),
+		}); err != nil {
+			t.Error(err)
 		}
 	}
 }
@@ -243,8 +261,8 @@ func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, s
 	return pagesOnce(l, sc)
 }
 
-func printMatrix(rs []*result) {
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+func printMatrix(w io.Writer, rs []*result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nscenario\tbuild\texpected\tfired (from injection: prom, am, pager)\tburn 2m (expected → measured)\tothers silent\tresolved (from clear)\tresult")
 	for _, r := range rs {
 		res := "ok"
@@ -257,5 +275,5 @@ func printMatrix(rs []*result) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, r.build, r.expected, fired, r.burn, r.silent, r.resolved, res)
 	}
-	_ = tw.Flush() // stdout
+	_ = tw.Flush() // stdout and a buffer
 }

@@ -20,6 +20,7 @@ import (
 
 	"burnlab/shared/service"
 	"burnlab/stack/benchproxy"
+	"burnlab/stack/results"
 )
 
 func main() {
@@ -38,6 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	memEvents := fs.Int("mem-events", 200, "events each held stream has received when the heap is read")
 	seed := fs.Uint64("seed", 1, "seed of the streams' tokens")
 	out := fs.String("o", "", "also write the report as JSON to this file")
+	save := fs.String("save", "", "also write the run as a result file, Markdown with its revision, date and machine (make bench-proxy SAVE=1: docs/results/bench-proxy.md)")
 	root := fs.String("root", ".", "the repository (the binaries are built from it)")
 	from := fs.String("from", "", "run nothing: print the table of a report saved with -o")
 	if err := service.Parse(fs, args, nil); err != nil {
@@ -69,8 +71,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runErr
 	}
 	fmt.Fprintln(stdout)
-	if err := benchproxy.WriteTable(stdout, rep); err != nil {
+	var table strings.Builder
+	if err := benchproxy.WriteTable(io.MultiWriter(stdout, &table), rep); err != nil {
 		return errors.Join(runErr, err)
+	}
+	if *save != "" && runErr == nil {
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "save" {
+				set = append(set, "-"+f.Name+" "+f.Value.String())
+			}
+		})
+		if err := saveRun(*save, abs, rep, table.String(), set); err != nil {
+			return err
+		}
 	}
 	if *out != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -82,6 +96,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return runErr
+}
+
+// saveRun writes the run's table as a result file (stack/results).
+func saveRun(path, root string, rep *benchproxy.Report, table string, flags []string) error {
+	m := rep.Machine
+	facts := []string{m.Kernel, "load average " + m.Load + " at the start"}
+	if m.Nginx != "" {
+		facts = append(facts, m.Nginx)
+	}
+	set := "none: the defaults"
+	if len(flags) > 0 {
+		set = "`" + strings.Join(flags, " ") + "`"
+	}
+	if err := results.Write(path, results.Run{
+		Title: "The proxy benchmark", By: "`make bench-proxy SAVE=1` (stack/cmd/bench-proxy)",
+		Root: root, Date: rep.Started, Machine: facts,
+		Notes: []string{"flags: " + set,
+			"ratios (×RP) are to the bare httputil.ReverseProxy in the same run; compare ratios, not seconds, across runs and machines"},
+		Body: table,
+	}); err != nil {
+		return fmt.Errorf("-save: %w", err)
+	}
+	return nil
 }
 
 // printSaved prints the table of a report saved with -o, so a run's table

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"burnlab/stack/benchproxy"
 )
@@ -50,5 +51,26 @@ func TestFrom(t *testing.T) {
 	}
 	if !regexp.MustCompile(`gateway-fixed +8 +500 +0 +3\.00 +3\.00 +400 +0\.50 `).MatchString(out.String()) {
 		t.Errorf("no gateway-fixed line with its ratios to the ReverseProxy:\n%s", out.String())
+	}
+}
+
+// -save writes the table as a result file, with the flags that shaped the
+// run and the machine's facts the report holds.
+func TestSaveRun(t *testing.T) {
+	rep := &benchproxy.Report{Started: time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC), Events: 10000,
+		Machine: benchproxy.Machine{Kernel: "Linux 6.1", Load: "0.10 0.20 0.30", Nginx: "nginx/1.22.1"}}
+	path := filepath.Join(t.TempDir(), "bench-proxy.md")
+	if err := saveRun(path, "../../..", rep, "target  conc\ndirect  1\n", []string{"-streams 100"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# The proxy benchmark", "- revision: ", "- date: 2026-12-02 11:00:00 UTC", "Linux 6.1, load average 0.10 0.20 0.30 at the start, nginx/1.22.1",
+		"- flags: `-streams 100`", "```\ntarget  conc\ndirect  1\n```"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("no %q in:\n%s", want, b)
+		}
 	}
 }

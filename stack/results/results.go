@@ -1,0 +1,101 @@
+// Package results writes a measured run as a Markdown file under
+// docs/results, headed by the command that wrote it, the revision, the
+// date and the machine, so that a figure the docs quote can be traced to
+// its run and measured again, and is never copied by hand.
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// EnvDir is the variable a test reads for the directory to save its run
+// in (make's SAVE=1 sets it to docs/results). Unset, a test saves nothing.
+const EnvDir = "BURNLAB_RESULTS"
+
+// Run is one measured run.
+type Run struct {
+	Title string // the file's heading
+	By    string // what wrote it, e.g. "`make bench-proxy SAVE=1` (stack/cmd/bench-proxy)"
+	Root  string // the repository, whose revision the run measured
+	Date  time.Time
+	// Machine holds facts of the machine beyond the ones Write finds
+	// itself (cores, CPU, OS, Go), such as a Docker Engine's version.
+	Machine []string
+	// Notes are lines after the header, each a list item: what a reader
+	// needs to read the figures.
+	Notes []string
+	// Body is the run's own output (a table, a timeline), kept as it was
+	// printed.
+	Body string
+}
+
+// Write writes r to path, creating its directory.
+func Write(path string, r Run) error {
+	if r.Title == "" || r.By == "" || r.Date.IsZero() {
+		return errors.New("results: a run needs a title, what wrote it and a date")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\nWritten by %s. Run it again rather than edit this file.\n\n", r.Title, r.By)
+	fmt.Fprintf(&b, "- revision: %s\n", Revision(r.Root))
+	fmt.Fprintf(&b, "- date: %s\n", r.Date.UTC().Format(time.DateTime+" MST"))
+	fmt.Fprintf(&b, "- machine: %s\n", strings.Join(append(machine(), r.Machine...), ", "))
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	if r.Body != "" {
+		fmt.Fprintf(&b, "\n```\n%s\n```\n", strings.TrimRight(r.Body, "\n"))
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	return nil
+}
+
+// Revision names the commit checked out at root, "-dirty" when the work
+// tree has changes: a dirty run measured code no commit holds.
+func Revision(root string) string {
+	out, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "unknown (not a git checkout)"
+	}
+	return string(bytes.TrimSpace(out))
+}
+
+// machine is what Write says of every machine: cores, CPU model, OS and
+// architecture, Go version.
+func machine() []string {
+	facts := []string{fmt.Sprintf("%d cores", runtime.NumCPU())}
+	if model := cpuModel(); model != "" {
+		facts = append(facts, model)
+	}
+	return append(facts, runtime.GOOS+"/"+runtime.GOARCH, runtime.Version())
+}
+
+// cpuModel reads the CPU's model name from /proc/cpuinfo; "" where there is
+// none (not Linux).
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,51 @@
+package results
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A written run names its revision, date and machine, and keeps the body
+// as printed; a run without a title, author or date is refused.
+func TestWriteHeadsTheRunWithWhereItCameFrom(t *testing.T) {
+	root := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x"}} {
+		if out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	rev, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sub", "run.md")
+	date := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	err = Write(path, Run{Title: "A run", By: "`make x SAVE=1`", Root: root, Date: date,
+		Machine: []string{"Docker Engine 20.10"}, Notes: []string{"one note"}, Body: "a | b\n1 | 2\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{"# A run\n", "Written by `make x SAVE=1`", "- revision: " + strings.TrimSpace(string(rev)) + "\n",
+		"- date: 2026-12-02 10:00:00 UTC\n", "cores, ", "Docker Engine 20.10\n", "- one note\n", "```\na | b\n1 | 2\n```\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "new"), nil, 0o644)
+	exec.Command("git", "-C", root, "add", "new").Run()
+	if r := Revision(root); !strings.HasSuffix(r, "-dirty") {
+		t.Errorf("revision of a changed tree %q, want -dirty", r)
+	}
+	if err := Write(path, Run{Title: "no date", By: "x"}); err == nil {
+		t.Error("a run without a date was written")
+	}
+}

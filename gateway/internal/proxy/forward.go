@@ -233,7 +233,7 @@ func (s *stream) redactText(text []byte) (red []byte, changed bool) {
 // decode it. A JSON chunk goes by the fast path (commonToken) when it is
 // the common token, else by the general path (forwardChunk); data that is
 // not JSON goes as text (forwardText); a chunk past the scanner's limits
-// ends the stream (refusal).
+// ends the stream (scanError).
 func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 	payload := ev.Data
 	if ev.Lines {
@@ -245,7 +245,7 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 		spans, err = s.scanner.Scan(payload)
 	}
 	if err != nil {
-		if err = refusal(err); err == errNotJSON {
+		if err = scanError(err); err == errNotJSON {
 			return s.forwardText(out, ev, payload)
 		}
 		return err
@@ -265,11 +265,17 @@ func (s *stream) dataEvent(out *flusher, ev *sse.Event) error {
 }
 
 // joinLines returns the data of an event over several lines as one line if
-// it is JSON, else as it is. In JSON each LF is white space between tokens
-// (JSON holds none raw in a string), so with a space for each it is the
-// same document.
+// it is JSON, else as it is; repaired first if it has invalid UTF-8, so
+// JSON with a bad byte in a string is joined too. In JSON each LF is white
+// space between tokens (JSON holds none raw in a string), so with a space
+// for each it is the same document.
 func (s *stream) joinLines(data []byte) []byte {
-	if _, err := s.scanner.Scan(data); err != nil {
+	_, err := s.scanner.Scan(data)
+	if errors.Is(err, chunk.ErrBadUTF8) {
+		data = s.repairUTF8(data)
+		_, err = s.scanner.Scan(data)
+	}
+	if err != nil {
 		return data
 	}
 	s.joined = append(s.joined[:0], data...)
@@ -281,16 +287,16 @@ func (s *stream) joinLines(data []byte) []byte {
 	return s.joined
 }
 
-// errNotJSON is refusal's word for data that is no JSON document.
+// errNotJSON is scanError's word for data that is no JSON document.
 var errNotJSON = errors.New("not JSON")
 
-// refusal says why the scanner refused a chunk. Past its limits (nested
-// too deep, an index no client tells apart, more texts than the gateway
-// keeps state for, log probabilities or audio it never asked for) it is an
-// unredactable error: a client would decode such a chunk, escapes and all,
-// and the gateway cannot redact what it does not walk. Anything else is
-// errNotJSON.
-func refusal(err error) error {
+// scanError says what a chunk the scanner refused is. One past the
+// scanner's limits (nested too deep, an index no client tells apart, more
+// texts than the gateway keeps state for, more other strings than it
+// checks, log probabilities or audio it never asked for) is unredactable:
+// a client would decode it, escapes and all, and the gateway cannot redact
+// what it does not walk. Anything else is errNotJSON.
+func scanError(err error) error {
 	switch {
 	case errors.Is(err, chunk.ErrTooMany):
 		return unredactable{reasonTooManyTexts, err.Error()}
@@ -521,10 +527,10 @@ func (s *stream) keepTemplate(t *textStream, payload []byte) {
 // forwards it and reports true; for any other chunk it does nothing and
 // reports false, and the general path forwards it.
 //
-// Its output is the general path's: for every stream, the lines the client
-// gets, the transcript, the tokens counted and each text stream's state are
-// what forwardChunk makes of the same chunks. FuzzRewriter holds the two
-// to that, forwarding every stream both ways.
+// Its output is the general path's: for every stream, the bytes the client
+// gets, the transcript and the tokens counted are what forwardChunk makes
+// of the same chunks. FuzzRewriter holds the two to that, forwarding every
+// stream both ways.
 //
 // What it saves is the general path's lookups and copies. The bytes before
 // the text are the same in every chunk of a shape, so it finds the text's

@@ -88,6 +88,16 @@ func TestEventsAreRedactedAsTheClientDecodesThem(t *testing.T) {
 			tokens: 1,
 		},
 		{
+			// Joined before it is repaired, it would go out with its LF
+			// inside one data line: the client would decode only the
+			// first line, text the gateway counted but never sent.
+			name: "one chunk over two data lines, with invalid UTF-8",
+			body: "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":\n" +
+				"data: {\"content\":\"caf\xe9\"}}]}\n\ndata: [DONE]\n\n",
+			text:   "caf\uFFFD",
+			tokens: 1,
+		},
+		{
 			name:   "a BOM before the first event",
 			body:   "\xEF\xBB\xBFdata: " + rawChunk("first") + "\n\ndata: " + rawChunk(" second") + "\n\ndata: [DONE]\n\n",
 			text:   "first second",

@@ -10,8 +10,9 @@
 //
 // The upstream sends an event a token. Its data is a chunk: a JSON document
 // in which a few strings are texts, the model output a client shows
-// (chunk.Field). Each text belongs to a text stream, one for each choice and
-// field, redacted by a redactor of its own (redact.Redactor). A redactor
+// (chunk.Field). Each text belongs to a text stream, one for each choice,
+// field and tool call (chunk.Key), redacted by a redactor of its own
+// (redact.Redactor). A redactor
 // holds back a tail that may still become PII when the next chunk's text
 // arrives.
 //
@@ -20,14 +21,15 @@
 // provider sends nearly every chunk of a stream in one shape (the same id,
 // choice and field; only the token differs), and chunk.Scanner takes a
 // chunk in the shape of the last chunk it walked without walking it again.
-// The scanner numbers its walks (Scanner.Shape), so two chunks with the
-// same number have the same shape.
+// The scanner numbers its full walks, and Scanner.Shape reports the number
+// and whether the last chunk took the shortcut: two chunks that took it
+// with the same number have the same shape.
 //
 // The common token is the chunk nearly every event is: in the shape of the
 // last chunk walked, with one text that has no escapes, and no finish
 // reason.
 //
-// forward.go builds each line a client gets in one of four ways:
+// forward.go builds the data lines of each event in one of four ways:
 //   - The general path (forwardChunk) takes any JSON chunk. It finds each
 //     text's stream, decodes its escapes, redacts it, and writes the chunk
 //     with its texts redacted in place.
@@ -38,11 +40,14 @@
 //     or the stream ends, as an event of the gateway's own, in the shape of
 //     the last chunk that left text held back (the stream's release
 //     template).
-//   - Data that is not JSON is redacted as plain text (forwardText).
+//   - Data that is not JSON is redacted as plain text (forwardText), unless
+//     it holds a backslash, which a lenient decoder would read as an
+//     escape: then it is not forwarded at all.
 //
-// Two things are kept per shape, so the common token copies neither: the
-// fast path's line up to the text (tokenShape), and each text stream's
-// release template, copied again only when the shape changes.
+// So that the common token copies nothing, two things are kept across
+// chunks of one shape: the fast path's line up to the text (tokenShape),
+// and each text stream's release template while it holds text back, copied
+// again only when the shape changes.
 package proxy
 
 import (

@@ -19,8 +19,9 @@
 // The shape of a chunk with one text is its bytes outside that text: what
 // comes before the text's opening quote and after its closing quote. A
 // provider sends nearly every chunk of a stream in one shape (the same id,
-// choice and field; only the token differs), and chunk.Scanner takes a
-// chunk in the shape of the last chunk it walked without walking it again.
+// choice and field; only the token differs). chunk.Scanner parses a chunk
+// in full (a walk), but takes one in the shape of the last chunk it walked
+// without a walk.
 // The scanner numbers its full walks, and Scanner.Shape reports the number
 // and whether the last chunk took the shortcut: two chunks that took it
 // with the same number have the same shape.

@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"burnlab/stack/results"
 )
 
 // Targets, in the table's order.
@@ -380,13 +382,8 @@ func heldHeap(ctx context.Context, t *target, n, events, eventsEach int) (Memory
 // machine describes where the run happens.
 func machine() Machine {
 	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", Kernel: "unknown"}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.Lines(string(b)) {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
+	if model := results.CPUModel(); model != "" {
+		m.CPU = model
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil && len(strings.Fields(string(b))) >= 3 {
 		m.Load = strings.Join(strings.Fields(string(b))[:3], " ")

@@ -77,15 +77,15 @@ func Revision(root string) string {
 // architecture, Go version.
 func machine() []string {
 	facts := []string{fmt.Sprintf("%d cores", runtime.NumCPU())}
-	if model := cpuModel(); model != "" {
+	if model := CPUModel(); model != "" {
 		facts = append(facts, model)
 	}
 	return append(facts, runtime.GOOS+"/"+runtime.GOARCH, runtime.Version())
 }
 
-// cpuModel reads the CPU's model name from /proc/cpuinfo; "" where there is
+// CPUModel reads the CPU's model name from /proc/cpuinfo; "" where there is
 // none (not Linux).
-func cpuModel() string {
+func CPUModel() string {
 	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
 		return ""

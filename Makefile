@@ -34,7 +34,7 @@ check: chromium ## the inner loop: vet, lint and every unit test (-race, both ga
 
 .PHONY: test
 test: tools check ## every test: make check, the load checks, SLO rules (drift, promtool), configs, compose, the e2e
-	$(MAKE) --no-print-directory load plugin check-rules check-config check-compose check-kubernetes e2e e2e-compose
+	$(MAKE) --no-print-directory load plugin check-rules check-strategies check-config check-compose check-kubernetes e2e e2e-compose
 
 # golangci-lint builds in its own module, out of go.work, as Sloth does; the
 # first build takes a few minutes, later ones come from the build cache.
@@ -44,7 +44,7 @@ lint: ## golangci-lint (.golangci.yml) over every module, the compose and Kubern
 	@mkdir -p $(BIN)
 	GOWORK=off $(GO) -C tools/lint build -o $(abspath $(LINT)) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	$(LINT) run $(MODULES)
-	for m in stack/compose stack/kubernetes; do (cd $$m && GOWORK=off $(abspath $(LINT)) run ./...) || exit 1; done
+	for m in stack/compose stack/kubernetes stack/strategies; do (cd $$m && GOWORK=off $(abspath $(LINT)) run ./...) || exit 1; done
 
 .PHONY: load
 load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, so the figures are the gateway's)
@@ -125,6 +125,25 @@ check-rules: ## fail when the committed rules differ from a regeneration; run th
 	done; echo "rules: committed = generated"
 	promtool check rules prometheus/rules/slo-production.yml prometheus/rules/slo-lab.yml
 	promtool test rules prometheus/tests/slo-lab.test.yml prometheus/tests/slo-production.test.yml
+
+# The strategies backtest (stack/strategies, out of go.work: it links the
+# pinned Prometheus's rule engine) runs the pinned Sloth CLI for each window
+# table; the binary is rebuilt only when prometheus/tools' pins change.
+# Sloth's Go library cannot be linked next to Prometheus v0.316's packages.
+SLOTH_BIN := $(BIN)/sloth
+$(SLOTH_BIN): prometheus/tools/go.mod prometheus/tools/go.sum
+	@mkdir -p $(BIN)
+	GOWORK=off $(GO) -C prometheus/tools build -o $(abspath $@) github.com/slok/sloth/cmd/sloth
+
+STRATEGIES := cd stack/strategies && GOWORK=off $(GO) run ./cmd/strategies -root ../.. -sloth $(abspath $(SLOTH_BIN))
+.PHONY: strategies
+strategies: $(SLOTH_BIN) ## backtest the SRE workbook's six alerting strategies and two naive ones on every incident (~3 min); SAVE=1 writes docs/results/strategies.md and its pictures
+	$(STRATEGIES) $(STRATEGIES_FLAGS) $(if $(SAVE),-save $(abspath docs/results/strategies.md) -readme $(abspath README.md) -pictures $(abspath docs/results/strategies))
+
+.PHONY: check-strategies
+check-strategies: $(SLOTH_BIN) ## the strategies' tests (engine against arithmetic, each rule matters) and a short run: the regression on the lab's windows
+	cd stack/strategies && GOWORK=off $(GO) vet ./... && SLOTH=$(abspath $(SLOTH_BIN)) GOWORK=off $(GO) test -count=1 ./...
+	$(STRATEGIES) -windows prometheus/slo/windows/lab -incidents regression >/dev/null
 
 .PHONY: dashboards
 dashboards: ## regenerate grafana/dashboards/ from the Go source (make test fails on drift)

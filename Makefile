@@ -212,7 +212,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	$(GO) test $(FUZZ) -fuzz FuzzWebhookPayload ./pager/internal/webhook
 
 .PHONY: demo
-demo: ## the write-up's standalone repro (under 3 minutes)
+demo: ## the write-up's standalone repro, calibrated to this machine (seconds; -calibrate=false for the write-up's traffic)
 	$(GO) run ./gateway/cmd/slo-burn-demo
 
 .PHONY: demo-profile

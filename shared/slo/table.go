@@ -21,6 +21,14 @@ type Summary struct {
 	AllocBytes uint64
 }
 
+// WriteUp is the write-up's own "What actually moved" table: its baseline
+// and fixed columns, measured on its machine (allocations over its 25 s
+// profile).
+var WriteUp = [2]Summary{
+	{Name: "baseline", P50: 293 * time.Millisecond, P99: 579 * time.Millisecond, BreachRate: 0.01, BurnRate: 10, AllocBytes: 245_930_000_000},
+	{Name: "fixed", P50: 103 * time.Microsecond, P99: 579 * time.Microsecond, BreachRate: 0, BurnRate: 0, AllocBytes: 96_540_000_000},
+}
+
 // WriteTable prints the write-up's "What actually moved" table for a baseline
 // and a fixed summary.
 func WriteTable(w io.Writer, base, fixed Summary) error {

@@ -27,11 +27,19 @@ write-up's baseline parser (regexp + string +=) and its fix (HasPrefix +
 strings.Builder), and reports p50, p99, SLO breach rate (600 ms), burn rate
 (0.1%% budget) and allocation per phase.
 
-Defaults keep the write-up's traffic (100 streams of 8,000–12,000 events) and
-still finish in under 3 minutes on a 2-core machine: a baseline stream costs
-~10–28 ns × events² there (1–3 s each at 10k events, so every one breaches),
-and -phase-budget stops starting baseline streams after 80 s; the fixed phase
-then replays exactly the streams the baseline finished.
+By default the traffic is calibrated to this machine, as the lab's is: the
+write-up's "1 %" is one long generation in 100, so before the phases the demo
+times the baseline parser, fits its cost (it grows with events²), and makes
+the last stream of every -long-every a long generation that takes about
+2.5x the 600 ms threshold in the baseline; the others are ordinary streams of
+-ordinary-min to -ordinary-max events. Then 1 stream in 100 breaches, as in
+the write-up, on a machine of any speed. -calibrate=false replays the
+write-up's own traffic (100 streams of -events-min to -events-max events):
+on a 2-core machine a baseline stream costs ~10–28 ns × events² (1–3 s each
+at 10k events, so every one breaches), and -phase-budget stops starting
+baseline streams after 80 s; the fixed phase then replays exactly the
+streams the baseline finished. -profile-only always profiles the write-up's
+traffic.
 
 Profile the way the write-up did:
   slo-burn-demo -profile-only -workers=1 -memprofile=baseline.pprof
@@ -42,8 +50,9 @@ Flags:
 
 type options struct {
 	workers, streams, eventsMin, eventsMax int
+	longEvery, ordinaryMin, ordinaryMax    int
 	seed                                   uint64
-	profileOnly, asJSON                    bool
+	profileOnly, asJSON, calibrate         bool
 	phase, memprofile, cpuprofile          string
 	profileFor, phaseBudget                time.Duration
 }
@@ -58,8 +67,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	fs.IntVar(&o.workers, "workers", 1, "streams parsed concurrently (profile with 1: a clean signal)")
 	fs.IntVar(&o.streams, "streams", 100, "streams per phase")
-	fs.IntVar(&o.eventsMin, "events-min", 8000, "fewest events in a stream")
-	fs.IntVar(&o.eventsMax, "events-max", 12000, "most events in a stream")
+	fs.IntVar(&o.eventsMin, "events-min", 8000, "fewest events in a stream of the write-up's traffic (-calibrate=false, -profile-only)")
+	fs.IntVar(&o.eventsMax, "events-max", 12000, "most events in a stream of the write-up's traffic (-calibrate=false, -profile-only)")
+	fs.BoolVar(&o.calibrate, "calibrate", true, "fit one long generation in -long-every to take 2.5x the threshold in the baseline on this machine (false: the write-up's uniform traffic)")
+	fs.IntVar(&o.longEvery, "long-every", 100, "with -calibrate, the last stream of every this many is a long generation")
+	fs.IntVar(&o.ordinaryMin, "ordinary-min", 300, "with -calibrate, fewest events in an ordinary stream")
+	fs.IntVar(&o.ordinaryMax, "ordinary-max", 800, "with -calibrate, most events in an ordinary stream")
 	fs.Uint64Var(&o.seed, "seed", 1, "traffic seed; the same seed replays the same streams")
 	fs.StringVar(&o.phase, "phase", "", "run only this phase: baseline or fixed (default both; baseline with -profile-only)")
 	fs.BoolVar(&o.profileOnly, "profile-only", false, "no report: keep one phase under steady load for -profile-seconds, then write the profiles")
@@ -76,6 +89,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.profileOnly && o.memprofile == "" && o.cpuprofile == "" {
 		return o, errors.New("-profile-only needs -memprofile or -cpuprofile")
+	}
+	if o.calibrate && o.longEvery < 1 {
+		return o, fmt.Errorf("-long-every must be at least 1, got %d", o.longEvery)
 	}
 	if o.profileFor <= 0 {
 		return o, fmt.Errorf("-profile-seconds must be positive, got %s", o.profileFor)
@@ -115,6 +131,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintln(stderr, "slo-burn-demo:", repro.Environment(o.workers))
+	if o.calibrate && !o.profileOnly {
+		baseline, _ := repro.PhaseByName("baseline")
+		long, err := repro.Calibrate(ctx, baseline, repro.LongTarget, o.seed)
+		if err != nil {
+			return err
+		}
+		traffic.EventsMin, traffic.EventsMax, traffic.LongEvery, traffic.LongEvents = o.ordinaryMin, o.ordinaryMax, o.longEvery, long
+		if err := traffic.Validate(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "slo-burn-demo: calibrated: 1 stream in %d is a long generation of %d events (about %s in the baseline here), the others %d–%d events\n",
+			o.longEvery, traffic.LongEvents, repro.LongTarget, o.ordinaryMin, o.ordinaryMax)
+	}
 
 	if o.profileOnly {
 		soakCtx, cancel := context.WithTimeout(ctx, o.profileFor)

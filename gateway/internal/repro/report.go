@@ -19,7 +19,8 @@ func WriteJSON(w io.Writer, results []Result) error {
 }
 
 // WriteText prints each phase's figures and, when both phases ran, the
-// write-up's "What actually moved" table.
+// write-up's "What actually moved" table of this run, then the write-up's
+// own.
 func WriteText(w io.Writer, results []Result) error {
 	for _, r := range results {
 		fmt.Fprintf(w, "%-8s streams=%d p50=%s p99=%s breach=%.1f%% burn=%.1fx alloc=%s\n",
@@ -30,7 +31,11 @@ func WriteText(w io.Writer, results []Result) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	return slo.WriteTable(w, results[0].Summary(), results[1].Summary())
+	if err := slo.WriteTable(w, results[0].Summary(), results[1].Summary()); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nThe write-up's, on its machine (allocations over its 25 s profile, not this run's):")
+	return slo.WriteTable(w, slo.WriteUp[0], slo.WriteUp[1])
 }
 
 // Environment is printed with every result: the breach rate swings with these

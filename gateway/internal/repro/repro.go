@@ -50,7 +50,11 @@ func PhaseByName(name string) (Phase, error) {
 type Traffic struct {
 	Streams              int
 	EventsMin, EventsMax int
-	Seed                 uint64
+	// LongEvery, when set, makes the last stream of every LongEvery a long
+	// generation of LongEvents events; the others keep to EventsMin to
+	// EventsMax.
+	LongEvery, LongEvents int
+	Seed                  uint64
 }
 
 // Validate rejects traffic the parsers cannot say anything about.
@@ -62,6 +66,8 @@ func (t Traffic) Validate() error {
 		return fmt.Errorf("events-min must be at least 1, got %d", t.EventsMin)
 	case t.EventsMax < t.EventsMin:
 		return fmt.Errorf("events-max (%d) is below events-min (%d)", t.EventsMax, t.EventsMin)
+	case t.LongEvery < 0 || (t.LongEvery > 0 && t.LongEvents < 1):
+		return fmt.Errorf("a long generation every %d streams needs at least 1 event, got %d", t.LongEvery, t.LongEvents)
 	}
 	return nil
 }
@@ -77,6 +83,9 @@ const (
 func (t Traffic) SynthEvents(i int) []string {
 	rng := rand.New(rand.NewPCG(t.Seed, uint64(i))) //nolint:gosec // G115: a stream's index is never negative
 	n := t.EventsMin + rng.IntN(t.EventsMax-t.EventsMin+1)
+	if t.LongEvery > 0 && i%t.LongEvery == t.LongEvery-1 {
+		n = t.LongEvents
+	}
 	events := make([]string, n)
 	var buf [6 + maxPayload]byte
 	for j := range events {
@@ -91,6 +100,59 @@ func (t Traffic) SynthEvents(i int) []string {
 		events[j] = string(b)
 	}
 	return events
+}
+
+// LongTarget is how long a long generation takes in the baseline once
+// calibrated: 2.5 times the threshold, the margin the lab's own calibration
+// (loadgen calibrate) fits its traffic shape to, so that noise on a shared
+// machine neither hides a breach nor makes one of an ordinary stream.
+const LongTarget = 5 * slo.Threshold / 2
+
+// maxLongEvents bounds a fitted long generation: past it a parser is too
+// fast for any stream to breach.
+const maxLongEvents = 200_000
+
+// Calibrate fits the events of a long generation so that p parses one in
+// about target on this machine. The baseline's cost grows with the square
+// of a stream's events (each += copies the transcript so far), so it times
+// streams of 1,000, 2,000 and 4,000 events, three times each, keeps the
+// fastest of each (the least disturbed by the machine), fits t = a·n² to
+// them by least squares, and solves a·n² = target.
+func Calibrate(ctx context.Context, p Phase, target time.Duration, seed uint64) (int, error) {
+	var ns []int
+	var ts []time.Duration
+	for _, n := range []int{1000, 2000, 4000} {
+		tr := Traffic{Streams: 1, EventsMin: n, EventsMax: n, Seed: seed}
+		events := tr.SynthEvents(0)
+		best := time.Duration(math.MaxInt64)
+		for range 3 {
+			if err := ctx.Err(); err != nil {
+				return 0, fmt.Errorf("calibration: %w", err)
+			}
+			start := time.Now()
+			p.Parse(events)
+			best = min(best, time.Since(start))
+		}
+		ns, ts = append(ns, n), append(ts, best)
+	}
+	return FitSquare(ns, ts, target), nil
+}
+
+// FitSquare fits t = a·n² to the points by least squares (a = Σ t·n² /
+// Σ n⁴) and returns the n with a·n² = target, at least 1 and at most
+// maxLongEvents.
+func FitSquare(ns []int, ts []time.Duration, target time.Duration) int {
+	var num, den float64
+	for i, n := range ns {
+		n2 := float64(n) * float64(n)
+		num += float64(ts[i]) * n2
+		den += n2 * n2
+	}
+	if num <= 0 || den == 0 {
+		return maxLongEvents
+	}
+	n := math.Ceil(math.Sqrt(float64(target) / (num / den)))
+	return int(max(1, min(n, maxLongEvents)))
 }
 
 // Result is what one phase measured.

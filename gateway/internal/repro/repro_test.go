@@ -95,3 +95,37 @@ func TestQuantileAndValidation(t *testing.T) {
 		t.Error("unknown phase accepted")
 	}
 }
+
+// The fit recovers a quadratic cost exactly and solves it for the target.
+func TestFitSquare(t *testing.T) {
+	const a = 15 // ns per event²
+	ns := []int{1000, 2000, 4000}
+	var ts []time.Duration
+	for _, n := range ns {
+		ts = append(ts, time.Duration(a*n*n))
+	}
+	// a·n² = 1.5 s: n = sqrt(1.5e9/15) = 10,000.
+	if got := FitSquare(ns, ts, 1500*time.Millisecond); got != 10000 {
+		t.Errorf("FitSquare = %d, want 10000", got)
+	}
+	if got := FitSquare(ns, []time.Duration{0, 0, 0}, time.Second); got != maxLongEvents {
+		t.Errorf("a parser too fast to time: FitSquare = %d, want the bound %d", got, maxLongEvents)
+	}
+}
+
+// The last stream of every LongEvery is the long generation, and only it.
+func TestLongGenerations(t *testing.T) {
+	tr := Traffic{Streams: 300, EventsMin: 30, EventsMax: 40, LongEvery: 100, LongEvents: 500, Seed: 1}
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range tr.Streams {
+		n := len(tr.SynthEvents(i))
+		if long := i%100 == 99; long != (n == 500) || (!long && (n < 30 || n > 40)) {
+			t.Fatalf("stream %d has %d events", i, n)
+		}
+	}
+	if err := (Traffic{Streams: 1, EventsMin: 1, EventsMax: 1, LongEvery: 10}).Validate(); err == nil {
+		t.Error("a long generation of no events was accepted")
+	}
+}

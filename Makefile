@@ -240,7 +240,7 @@ lab-switch: ## switch a running lab's gateway: make lab-switch GATEWAY_TAG=fixed
 # baseline's run; SCENARIOS=a,b keeps only those (make e2e-scenarios). SAVE=1
 # writes docs/results/lab-e2e.md and scenarios-e2e.md from a passing run.
 .PHONY: e2e
-e2e: tools ## the end-to-end proof on the native lab: baseline pages, fixed resolves, idle is silent; then every scenario's alerts (~28 min)
+e2e: tools $(SLOTH_BIN) ## the end-to-end proof on the native lab: baseline pages, fixed resolves, idle is silent; then every scenario's alerts (~28 min)
 	$(if $(SAVE),BURNLAB_RESULTS=$(abspath docs/results)) $(GO) test -tags e2e -run 'TestEndToEnd|TestScenarios' -count=1 -timeout 40m -v ./stack/lab
 
 # The compose e2e runs docker-compose.yml on this machine's engine under
@@ -254,7 +254,7 @@ e2e-compose: compose-plugin busybox ## the end-to-end proof on docker compose: b
 		$(GO) test -tags e2e -run TestComposeEndToEnd -count=1 -timeout 45m -v .
 
 .PHONY: e2e-scenarios
-e2e-scenarios: tools ## the scenario matrix alone (SCENARIOS=upstream-tail,creep for some; ~19 min for all)
+e2e-scenarios: tools $(SLOTH_BIN) ## the scenario matrix alone (SCENARIOS=upstream-tail,creep for some; ~19 min for all)
 	$(if $(SAVE),BURNLAB_RESULTS=$(abspath docs/results)) $(GO) test -tags e2e -run TestScenarios -count=1 -timeout 35m -v ./stack/lab
 
 .PHONY: scenario

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,6 +91,10 @@ func TestScenarios(t *testing.T) {
 	if err := Build(ctx, root, bin); err != nil {
 		t.Fatal(err)
 	}
+	replay, err := buildStrategies(ctx, root, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var (
 		wg       sync.WaitGroup
 		outcomes []*result
@@ -124,7 +129,7 @@ func TestScenarios(t *testing.T) {
 			if r.err = l.StartLoad(ctx); r.err != nil {
 				return
 			}
-			r.err = runScenario(ctx, l, sc, r, func(format string, args ...any) { say(sc.Name, format, args...) })
+			r.err = runScenario(ctx, l, sc, r, replay, func(format string, args ...any) { say(sc.Name, format, args...) })
 			if r.err != nil {
 				say(sc.Name, "FAILED: %v", r.err)
 				for _, name := range []string{Gateway, Upstream, Prometheus, Alertmanager, Pager} {
@@ -167,7 +172,7 @@ func mustFreeAddrs(t *testing.T) Addrs {
 
 // runScenario: warm up, inject, see the alerts fire everywhere, hold the
 // fault for its Observe time, measure the burn, clear, see them resolve.
-func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, say func(string, ...any)) error {
+func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, replay string, say func(string, ...any)) error {
 	started := time.Now()
 	w := newWatch(l, sc)
 	ended, stop := w.follow(ctx)
@@ -258,7 +263,45 @@ func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, s
 	if err := firedOverTheRun(l, sc, time.Since(started)+time.Minute); err != nil {
 		return err
 	}
-	return pagesOnce(l, sc)
+	if err := pagesOnce(l, sc); err != nil {
+		return err
+	}
+	return agreesWithBacktest(ctx, l, replay, say)
+}
+
+// buildStrategies builds the strategies backtest (stack/strategies, its
+// own module, out of go.work) into dir.
+func buildStrategies(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "strategies")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/strategies")
+	build.Dir, build.Env = filepath.Join(root, "stack", "strategies"), append(os.Environ(), "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the strategies backtest: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// agreesWithBacktest replays the run's own gateway samples through the
+// strategies backtest (stack/strategies: the pinned Prometheus's rule
+// engine, Sloth's lab rules) and holds every SLO's page and ticket to
+// what this lab's Prometheus did: each fired within one scrape and one
+// evaluation of the replay's time, or neither fired. The backtest's
+// synthetic incidents start from a clean history, which a fresh lab does
+// not have; its samples are the same, so the engine must agree.
+func agreesWithBacktest(ctx context.Context, l *Lab, replay string, say func(string, ...any)) error {
+	root := l.cfg.Root
+	for _, o := range scenario.SLOs {
+		cmd := exec.CommandContext(ctx, replay, "-root", root, "-sloth", filepath.Join(root, "bin", "sloth"),
+			"-windows", "prometheus/slo/windows/lab", "-replay", "http://"+l.cfg.Addrs.Prometheus, "-slo", o, "-since", "1h")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		say("backtest replay of %s: %s", o, strings.Join(strings.Fields(string(out)), " "))
+		if err != nil {
+			return fmt.Errorf("backtest replay of %s: %w: %s", o, err, strings.TrimSpace(stderr.String()))
+		}
+	}
+	return nil
 }
 
 func printMatrix(w io.Writer, rs []*result) {

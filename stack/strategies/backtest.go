@@ -87,53 +87,12 @@ func Backtest(ctx context.Context, w Windows, o SLO, strats []Strategy, in Incid
 	end := start + in.Duration + w.Longest() + hold + 2*w.Eval
 	trace := synthesize(in, tr, start, end, w.Scrape, seed)
 
-	dir, err := os.MkdirTemp("", "strategies-*")
+	ev, err := newEvaluator(ctx, w, strats)
 	if err != nil {
 		return History{}, err
 	}
-	defer os.RemoveAll(dir)
-	st, err := teststorage.NewWithError()
-	if err != nil {
-		return History{}, fmt.Errorf("backtest storage: %w", err)
-	}
-	defer st.Close()
-	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: maxSamples, Timeout: time.Minute})
-	defer engine.Close()
-	mgr := rules.NewManager(&rules.ManagerOptions{
-		QueryFunc: rules.EngineQueryFunc(engine, st), AppendableV2: st, Queryable: st, Context: ctx,
-		NotifyFunc: func(context.Context, string, ...*rules.Alert) {}, Logger: promslog.NewNopLogger(),
-	})
-	var order []evalGroup
-	for _, s := range strats {
-		file := filepath.Join(dir, s.Key+".yml")
-		b, err := yaml.Marshal(rulefmt.RuleGroups{Groups: s.Groups})
-		if err != nil {
-			return History{}, err
-		}
-		if err := os.WriteFile(file, b, 0o600); err != nil {
-			return History{}, err
-		}
-		loaded, errs := mgr.LoadGroups(w.Eval, labels.EmptyLabels(), "", nil, false, file)
-		if len(errs) > 0 {
-			return History{}, fmt.Errorf("strategy %s: %w", s.Key, errs[0])
-		}
-		for _, g := range s.Groups {
-			lg, ok := loaded[rules.GroupKey(file, g.Name)]
-			if !ok {
-				return History{}, fmt.Errorf("strategy %s: group %s did not load", s.Key, g.Name)
-			}
-			for _, r := range lg.Rules() {
-				if ar, ok := r.(*rules.AlertingRule); ok {
-					ar.SetRestored(true) // no restart to restore `for` state from
-				}
-			}
-			order = append(order, evalGroup{s.Key, lg})
-		}
-	}
-
-	// Groups that record go first, as the rules that read their series
-	// are written to see this evaluation's values.
-	slices.SortStableFunc(order, func(a, b evalGroup) int { return records(b.g) - records(a.g) })
+	defer ev.close()
+	st, engine, order := ev.st, ev.engine, ev.order
 	planned := end
 	h := History{Start: start, End: end, Planned: planned, Spans: map[string][]Span{}, scrape: w.Scrape}
 	for _, c := range trace.at {
@@ -161,24 +120,9 @@ func Backtest(ctx context.Context, w Windows, o SLO, strats []Strategy, in Incid
 		if err := app.Commit(); err != nil {
 			return History{}, err
 		}
-		at := time.Unix(0, 0).Add(ts)
-		firing := map[[2]string]bool{}
-		for _, eg := range order {
-			eg.g.Eval(ctx, at)
-			for _, r := range eg.g.Rules() {
-				if err := r.LastError(); err != nil {
-					return History{}, fmt.Errorf("strategy %s, rule %s at %s: %w", eg.strategy, r.Name(), ts, err)
-				}
-				ar, ok := r.(*rules.AlertingRule)
-				if !ok {
-					continue
-				}
-				for _, a := range ar.ActiveAlerts() {
-					if a.State == rules.StateFiring {
-						firing[[2]string{eg.strategy, a.Labels.Get("severity")}] = true
-					}
-				}
-			}
+		firing, err := ev.eval(ctx, ts)
+		if err != nil {
+			return History{}, err
 		}
 		for k := range firing {
 			if _, ok := open[k]; !ok {
@@ -212,6 +156,96 @@ func Backtest(ctx context.Context, w Windows, o SLO, strats []Strategy, in Incid
 	}
 	h.Burn = burn
 	return h, nil
+}
+
+// An evaluator is Prometheus's rule manager and PromQL engine over an
+// in-memory TSDB, with every strategy's groups loaded in evaluation order.
+type evaluator struct {
+	dir    string
+	st     *teststorage.TestStorage
+	engine *promql.Engine
+	order  []evalGroup
+}
+
+func newEvaluator(ctx context.Context, w Windows, strats []Strategy) (*evaluator, error) {
+	dir, err := os.MkdirTemp("", "strategies-*")
+	if err != nil {
+		return nil, err
+	}
+	st, err := teststorage.NewWithError()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("backtest storage: %w", err)
+	}
+	ev := &evaluator{dir: dir, st: st, engine: promql.NewEngine(promql.EngineOpts{MaxSamples: maxSamples, Timeout: time.Minute})}
+	mgr := rules.NewManager(&rules.ManagerOptions{
+		QueryFunc: rules.EngineQueryFunc(ev.engine, st), AppendableV2: st, Queryable: st, Context: ctx,
+		NotifyFunc: func(context.Context, string, ...*rules.Alert) {}, Logger: promslog.NewNopLogger(),
+	})
+	for _, s := range strats {
+		file := filepath.Join(dir, s.Key+".yml")
+		b, err := yaml.Marshal(rulefmt.RuleGroups{Groups: s.Groups})
+		if err == nil {
+			err = os.WriteFile(file, b, 0o600)
+		}
+		if err != nil {
+			ev.close()
+			return nil, err
+		}
+		loaded, errs := mgr.LoadGroups(w.Eval, labels.EmptyLabels(), "", nil, false, file)
+		if len(errs) > 0 {
+			ev.close()
+			return nil, fmt.Errorf("strategy %s: %w", s.Key, errs[0])
+		}
+		for _, g := range s.Groups {
+			lg, ok := loaded[rules.GroupKey(file, g.Name)]
+			if !ok {
+				ev.close()
+				return nil, fmt.Errorf("strategy %s: group %s did not load", s.Key, g.Name)
+			}
+			for _, r := range lg.Rules() {
+				if ar, ok := r.(*rules.AlertingRule); ok {
+					ar.SetRestored(true) // no restart to restore `for` state from
+				}
+			}
+			ev.order = append(ev.order, evalGroup{s.Key, lg})
+		}
+	}
+	// Groups that record go first, as the rules that read their series
+	// are written to see this evaluation's values.
+	slices.SortStableFunc(ev.order, func(a, b evalGroup) int { return records(b.g) - records(a.g) })
+	return ev, nil
+}
+
+func (ev *evaluator) close() {
+	ev.engine.Close()
+	ev.st.Close()
+	os.RemoveAll(ev.dir)
+}
+
+// eval evaluates every group at ts (since the Unix epoch) and says which
+// strategy and severity fire.
+func (ev *evaluator) eval(ctx context.Context, ts time.Duration) (map[[2]string]bool, error) {
+	at := time.Unix(0, 0).Add(ts)
+	firing := map[[2]string]bool{}
+	for _, eg := range ev.order {
+		eg.g.Eval(ctx, at)
+		for _, r := range eg.g.Rules() {
+			if err := r.LastError(); err != nil {
+				return nil, fmt.Errorf("strategy %s, rule %s at %s: %w", eg.strategy, r.Name(), ts, err)
+			}
+			ar, ok := r.(*rules.AlertingRule)
+			if !ok {
+				continue
+			}
+			for _, a := range ar.ActiveAlerts() {
+				if a.State == rules.StateFiring {
+					firing[[2]string{eg.strategy, a.Labels.Get("severity")}] = true
+				}
+			}
+		}
+	}
+	return firing, nil
 }
 
 func records(g *rules.Group) int {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,9 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"burnlab/stack/results"
 	"burnlab/stack/strategies"
@@ -49,6 +53,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the random bad streams")
 	readme := fs.String("readme", "", "with -save, also rewrite the production detection table between this Markdown file's strategies markers")
 	save := fs.String("save", "", "also write the tables as a result file, Markdown with its revision, date and machine (make strategies SAVE=1: docs/results/strategies.md)")
+	replay := fs.String("replay", "", "run nothing synthetic: replay the shipped rules over this Prometheus's own samples of the gateway (its http://host:port) and compare each alert's first firing with its ALERTS series; needs one -windows table and -slo")
+	sloName := fs.String("slo", "", "with -replay, the SLO whose alerts to compare")
+	since := fs.Duration("since", time.Hour, "with -replay, how far back to read")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,6 +90,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *incidents != "" {
 		cfg.Incidents = strings.Split(*incidents, ",")
+	}
+	if *replay != "" {
+		return replayLive(ctx, *replay, cfg, *sloName, *since, stdout)
 	}
 	began := time.Now()
 	t, err := strategies.Run(ctx, cfg)
@@ -132,6 +142,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = io.WriteString(stdout, text.String())
 	return err
+}
+
+// replayLive prints one JSON agreement per severity and fails when any
+// disagrees.
+func replayLive(ctx context.Context, url string, cfg strategies.Config, sloName string, since time.Duration, stdout io.Writer) error {
+	if len(cfg.Windows) != 1 || sloName == "" {
+		return errors.New("-replay needs exactly one -windows table and -slo")
+	}
+	o, err := cfg.Spec.SLO(sloName)
+	if err != nil {
+		return err
+	}
+	ss, err := strategies.All(ctx, cfg.Sloth, cfg.Spec, o, cfg.Windows[0])
+	if err != nil {
+		return err
+	}
+	client, err := api.NewClient(api.Config{Address: url})
+	if err != nil {
+		return fmt.Errorf("-replay: %w", err)
+	}
+	as, err := strategies.Replay(ctx, promv1.NewAPI(client), cfg.Windows[0], o, ss[len(ss)-1], time.Now(), since)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	var bad []string
+	for _, a := range as {
+		if err := enc.Encode(a); err != nil {
+			return err
+		}
+		if !a.Agree {
+			bad = append(bad, a.Severity)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the replay disagrees with the live run on %s %s", sloName, strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 // The markers around the table -readme rewrites.

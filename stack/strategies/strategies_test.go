@@ -145,7 +145,6 @@ func ptr(d *time.Duration) string {
 	return d.String()
 }
 
-
 // The backtest is Prometheus's rule engine on exact shares, the expected
 // value the same rules as arithmetic: at the lab's traffic they must agree
 // on every cell, within one scrape and one evaluation.

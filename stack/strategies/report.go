@@ -79,12 +79,7 @@ func (t Table) WriteText(w io.Writer, windows []Windows) error {
 			{"budget spent before detection, of the period's [expected]", budget},
 		} {
 			fmt.Fprintf(w, "### %s\n\n", part.title)
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprint(tw, "incident\ttraffic")
-			for _, s := range ss {
-				fmt.Fprintf(tw, "\t%s", s.Key)
-			}
-			fmt.Fprintln(tw)
+			tw := header(w, "incident\ttraffic", ss)
 			for _, row := range t.rows(win.Name) {
 				if row[0] == HealthyName {
 					continue
@@ -102,12 +97,7 @@ func (t Table) WriteText(w io.Writer, windows []Windows) error {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "### false pages in a healthy week (%s here), bad streams at random at %gx [expected 0]\n\n", dur(scale7d(win)), Background)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprint(tw, "traffic")
-		for _, s := range ss {
-			fmt.Fprintf(tw, "\t%s", s.Key)
-		}
-		fmt.Fprintln(tw)
+		tw := header(w, "traffic", ss)
 		for _, row := range t.rows(win.Name) {
 			if row[0] != HealthyName {
 				continue
@@ -124,6 +114,17 @@ func (t Table) WriteText(w io.Writer, windows []Windows) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// header starts a table: the row's own columns, then one per strategy.
+func header(w io.Writer, first string, ss []Strategy) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, first)
+	for _, s := range ss {
+		fmt.Fprintf(tw, "\t%s", s.Key)
+	}
+	fmt.Fprintln(tw)
+	return tw
 }
 
 // WriteRules writes each strategy's rules as Prometheus rule files.

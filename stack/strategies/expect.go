@@ -108,9 +108,6 @@ func Expect(s Strategy, in Incident, budget float64, period, start, end, dt time
 				spans = append(spans, Span{Severity: c.Severity, From: t, To: end, Open: true})
 			}
 		}
-		if firing {
-			spans[len(spans)-1].Open = true
-		}
 	}
 	for i := range spans {
 		if spans[i].To < end {

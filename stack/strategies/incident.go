@@ -13,13 +13,6 @@ import (
 // for: the lab's 10-hour compression of 30 days.
 const labPeriod = 10 * time.Hour
 
-// A Phase is the share of the SLO's streams that are bad from After
-// (since the fault began) until the next phase.
-type Phase struct {
-	After time.Duration
-	Share float64
-}
-
 // An Incident is a fault on one SLO's SLI, from a clean history: the
 // share of that SLO's streams made bad over time, for Duration. A healthy
 // incident has no fault, only a background of bad streams drawn at random
@@ -27,7 +20,7 @@ type Phase struct {
 type Incident struct {
 	Name, What string
 	SLO        string
-	Phases     []Phase
+	Phases     []scenario.Step // the share of the SLO's streams that are bad, from each After
 	Duration   time.Duration
 	Healthy    bool
 }
@@ -37,13 +30,7 @@ func (in Incident) Share(elapsed time.Duration) float64 {
 	if elapsed < 0 || elapsed >= in.Duration {
 		return 0
 	}
-	s := 0.0
-	for _, p := range in.Phases {
-		if elapsed >= p.After {
-			s = p.Share
-		}
-	}
-	return s
+	return scenario.Scenario{Steps: in.Phases}.Share(elapsed)
 }
 
 // Background is the healthy week's bad share of each SLO's budget: a
@@ -78,12 +65,12 @@ func Incidents(w Windows, budgets map[string]float64) ([]Incident, error) {
 		}
 		in := Incident{Name: s.Name, What: s.What, SLO: slo, Duration: fault}
 		if len(s.Steps) == 0 {
-			in.Phases = []Phase{{Share: burn * b}}
+			in.Phases = []scenario.Step{{Share: burn * b}}
 		}
 		for _, st := range s.Steps {
 			// The scenario's shares are of all streams; with one bad kind
 			// per SLO they are that SLO's.
-			in.Phases = append(in.Phases, Phase{After: scale(st.After), Share: st.Share})
+			in.Phases = append(in.Phases, scenario.Step{After: scale(st.After), Share: st.Share})
 		}
 		if last := in.Phases[len(in.Phases)-1].After; last >= fault {
 			in.Duration = last + scale(150*time.Second)
@@ -96,11 +83,11 @@ func Incidents(w Windows, budgets map[string]float64) ([]Incident, error) {
 	}
 	out = append(out,
 		Incident{Name: "spike", What: "a 2-minute spike at 20x (2 minutes in any window table)", SLO: scenario.StreamLatency,
-			Phases: []Phase{{Share: 20 * lat}}, Duration: 2 * time.Minute},
+			Phases: []scenario.Step{{Share: 20 * lat}}, Duration: 2 * time.Minute},
 		Incident{Name: "slow-burn", What: fmt.Sprintf("a 2x burn for a tenth of the period (%s)", dur(w.Period/10)), SLO: scenario.StreamLatency,
-			Phases: []Phase{{Share: 2 * lat}}, Duration: w.Period / 10},
+			Phases: []scenario.Step{{Share: 2 * lat}}, Duration: w.Period / 10},
 		Incident{Name: HealthyName, What: fmt.Sprintf("no fault for a week of 30 days (%s): bad streams at random, %gx on average", dur(scale7d(w)), Background),
-			SLO: scenario.StreamLatency, Phases: []Phase{{Share: Background * lat}}, Duration: scale7d(w), Healthy: true},
+			SLO: scenario.StreamLatency, Phases: []scenario.Step{{Share: Background * lat}}, Duration: scale7d(w), Healthy: true},
 	)
 	return out, nil
 }

@@ -95,7 +95,7 @@ func TestExpectIsTheWorkbooksArithmetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	const b = 10.0
-	in := Incident{Name: "constant", SLO: o.Name, Phases: []Phase{{Share: b * o.Budget}}, Duration: 12 * time.Hour}
+	in := Incident{Name: "constant", SLO: o.Name, Phases: []scenario.Step{{Share: b * o.Budget}}, Duration: 12 * time.Hour}
 	start, end := w.Longest(), w.Longest()+in.Duration+w.Longest()+2*time.Hour
 	byKey := map[string]Strategy{}
 	for _, s := range ss {
@@ -223,8 +223,8 @@ func TestEveryRuleMatters(t *testing.T) {
 	ctx := context.Background()
 	fired := map[string]bool{}
 	for _, in := range []Incident{
-		{Name: "outage", SLO: scenario.Availability, Phases: []Phase{{Share: 0.05}}, Duration: 10 * time.Minute},
-		{Name: "tail", SLO: scenario.StreamLatency, Phases: []Phase{{Share: 0.05}}, Duration: 10 * time.Minute},
+		{Name: "outage", SLO: scenario.Availability, Phases: []scenario.Step{{Share: 0.05}}, Duration: 10 * time.Minute},
+		{Name: "tail", SLO: scenario.StreamLatency, Phases: []scenario.Step{{Share: 0.05}}, Duration: 10 * time.Minute},
 	} {
 		o, err := spec.SLO(in.SLO)
 		if err != nil {

@@ -34,8 +34,9 @@ type Metrics struct {
 	inFlight    prometheus.Gauge
 }
 
-// NewMetrics registers the gateway's metrics on reg, with every tenant's and
-// every redaction kind's series created at zero so rates start from a point.
+// NewMetrics registers the gateway's metrics on reg, with every tenant's,
+// every redaction kind's and every route's and outcome's series created at
+// zero so rates start from a point.
 func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []string) *Metrics {
 	m := &Metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -90,6 +91,15 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 	}
 	for _, r := range allReasons {
 		m.upstreamErr.WithLabelValues(r)
+	}
+	// The SLIs' series exist from the start, so an idle gateway reads as
+	// no traffic (a rate of 0) and only a scrape that stopped reads as no
+	// data: the SLI no-data alert tells the two apart by this.
+	for _, route := range []string{RouteStream, RouteCompletions} {
+		m.ttft.WithLabelValues(route)
+		for _, o := range []string{OutcomeOK, OutcomeUpstreamError, OutcomeClientCanceled, OutcomeRejected} {
+			m.duration.WithLabelValues(route, o)
+		}
 	}
 	return m
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -237,6 +238,27 @@ func (s Scenario) Share(elapsed time.Duration) float64 {
 	return share
 }
 
+// WithShare is the scenario with its fault hitting share of the streams
+// from the start, and the burn it should show scaled to match. Only a
+// one-step scenario with a fault has a share to change; share must be in
+// (0, 1].
+func (s Scenario) WithShare(share float64) (Scenario, error) {
+	if s.Fault == NoFault || len(s.Steps) != 1 {
+		return Scenario{}, fmt.Errorf("scenario %s: only a one-step fault takes a share", s.Name)
+	}
+	if !(share > 0 && share <= 1) {
+		return Scenario{}, fmt.Errorf("scenario %s: share %g, want one in (0, 1]", s.Name, share)
+	}
+	was := s.Steps[0].Share
+	burn := make(map[string]float64, len(s.Burn))
+	for k, v := range s.Burn {
+		burn[k] = v * share / was
+	}
+	s.Steps, s.Burn = []Step{{Share: share}}, burn
+	s.What = fmt.Sprintf("%s, at a share of %g instead of %g", s.What, share, was)
+	return s, nil
+}
+
 // Allowed says whether an alert may fire during the scenario: one it must
 // fire, or the ticket of an SLO it pages. A fresh lab's Prometheus has
 // only minutes of data, so a ticket's long window (16m, 48m) holds only
@@ -278,7 +300,25 @@ func Set(ctx context.Context, base, name string) error {
 	if _, err := Lookup(name); err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/scenario/"+url.PathEscape(name), nil)
+	return put(ctx, base, name, "")
+}
+
+// SetShare starts a one-step scenario with its fault hitting share of
+// the streams instead of the table's (see WithShare): the monitoring-path
+// tests burn faster than any row, so a page comes through the quick pair.
+func SetShare(ctx context.Context, base, name string, share float64) error {
+	sc, err := Lookup(name)
+	if err != nil {
+		return err
+	}
+	if _, err := sc.WithShare(share); err != nil {
+		return err
+	}
+	return put(ctx, base, name, "?share="+strconv.FormatFloat(share, 'g', -1, 64))
+}
+
+func put(ctx context.Context, base, name, query string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, base+"/scenario/"+url.PathEscape(name)+query, nil)
 	if err != nil {
 		return fmt.Errorf("scenario %s: %w", name, err)
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -96,7 +97,8 @@ func (s *Scenarios) state() scenarioState {
 }
 
 // Register adds the control endpoint to mux: GET /scenario says which
-// scenario runs; PUT /scenario/{name} starts one (none clears it). Setting
+// scenario runs; PUT /scenario/{name} starts one (none clears it), and
+// ?share=0.05 starts a one-step fault at that share instead of the table's. Setting
 // the running one again restarts its clock, so a creep climbs again.
 func (s *Scenarios) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /scenario", func(w http.ResponseWriter, _ *http.Request) { s.write(w) })
@@ -105,6 +107,16 @@ func (s *Scenarios) Register(mux *http.ServeMux) {
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
+		}
+		if q := r.URL.Query().Get("share"); q != "" {
+			share, err := strconv.ParseFloat(q, 64)
+			if err == nil {
+				sc, err = sc.WithShare(share)
+			}
+			if err != nil {
+				http.Error(w, "share="+q+": "+err.Error(), http.StatusBadRequest)
+				return
+			}
 		}
 		s.set(sc)
 		s.write(w)

@@ -95,6 +95,20 @@ func TestScenarioControlSetsTheActiveScenarioAndItsGauge(t *testing.T) {
 	if code, _ := put(t, s.URL+"/scenario/none"); code != 200 || active()[scenario.None] != 1 {
 		t.Fatal("none must clear the scenario")
 	}
+	// ?share= runs a one-step fault harder, its burn scaled; a bad share or
+	// a scenario without one share is refused and changes nothing.
+	code, body = put(t, s.URL+"/scenario/upstream-errors?share=0.05")
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || st.Share != 0.05 || st.Burn[scenario.Availability] != 50 {
+		t.Fatalf("PUT with a share: %d %v %s", code, err, body)
+	}
+	for _, bad := range []string{"upstream-errors?share=0", "upstream-errors?share=1.5", "upstream-errors?share=NaN", "upstream-errors?share=x", "creep?share=0.1", "none?share=0.1"} {
+		if code, body := put(t, s.URL+"/scenario/"+bad); code != 400 || !strings.Contains(body, "share") {
+			t.Errorf("%s: %d %s, want 400", bad, code, body)
+		}
+	}
+	if got := active(); got["upstream-errors"] != 1 {
+		t.Fatalf("after refused shares: %v", got)
+	}
 }
 
 // The share is exact, not a coin toss: a short window's burn rate is the

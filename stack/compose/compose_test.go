@@ -52,7 +52,7 @@ func env(vars []string, key, def string) string {
 }
 
 func TestTheStackLoadsWithItsServicesAndTheTagToggle(t *testing.T) {
-	want := []string{lab.Alertmanager, lab.Gateway, "grafana", lab.Loadgen, lab.Pager, lab.Prometheus, lab.Upstream}
+	want := []string{lab.Alertmanager, lab.Alertmanager2, lab.Gateway, "grafana", lab.Loadgen, lab.Pager, lab.Prometheus, lab.Upstream}
 	for _, vars := range variants {
 		p := load(t, vars...)
 		if got := p.ServiceNames(); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
@@ -179,7 +179,7 @@ func TestBindMountsExistAndAreReadOnly(t *testing.T) {
 func TestStateLivesInNamedVolumes(t *testing.T) {
 	p := load(t)
 	for svc, target := range map[string]string{
-		lab.Prometheus: "/prometheus", lab.Alertmanager: "/alertmanager", "grafana": "/var/lib/grafana", lab.Pager: "/var/lib/burnlab", lab.Loadgen: "/var/lib/burnlab",
+		lab.Prometheus: "/prometheus", lab.Alertmanager: "/alertmanager", lab.Alertmanager2: "/alertmanager", "grafana": "/var/lib/grafana", lab.Pager: "/var/lib/burnlab", lab.Loadgen: "/var/lib/burnlab",
 	} {
 		found := false
 		for _, v := range p.Services[svc].Volumes {
@@ -201,7 +201,8 @@ func TestStateLivesInNamedVolumes(t *testing.T) {
 // burnlab binaries are told (*_LISTEN, *_ADMIN), and the upstream
 // defaults of the third-party servers, which compose does not change.
 func listens(t *testing.T, p *types.Project) map[string][]string {
-	ports := map[string][]string{lab.Prometheus: {"9090"}, lab.Alertmanager: {"9093"}, "grafana": {"3000"}}
+	// Alertmanager's web port, and its cluster port (the pair's gossip).
+	ports := map[string][]string{lab.Prometheus: {"9090"}, lab.Alertmanager: {"9093", "9094"}, lab.Alertmanager2: {"9093", "9094"}, "grafana": {"3000"}}
 	for name, s := range p.Services {
 		for k, v := range s.Environment {
 			if v != nil && (strings.HasSuffix(k, "_LISTEN") || strings.HasSuffix(k, "_ADMIN")) {
@@ -237,8 +238,11 @@ func TestExposedPortsAreTheListenedOnes(t *testing.T) {
 			_, port, _ := net.SplitHostPort(addr)
 			want = append(want, port)
 		}
-		if slices.Sort(want); !slices.Equal(ls[svc], want) {
-			t.Errorf("%s listens on %v in compose, %v in the lab", svc, ls[svc], want)
+		// The lab's lone Alertmanager has no pair to gossip with, so no
+		// cluster port.
+		got := slices.DeleteFunc(slices.Clone(ls[svc]), func(p string) bool { return svc == lab.Alertmanager && p == "9094" })
+		if slices.Sort(want); !slices.Equal(got, want) {
+			t.Errorf("%s listens on %v in compose, %v in the lab", svc, got, want)
 		}
 	}
 }
@@ -391,9 +395,10 @@ func TestEveryDialedAddressIsAServiceListening(t *testing.T) {
 		if !slices.Contains(ls[host], port) {
 			t.Errorf("%s dials %s, but %s listens on %v", a.from, a.hostport, host, ls[host])
 		}
-		// The contract: scrape job names are process names.
+		// The contract: scrape job names are process names; the HA
+		// pair's second replica is an alertmanager too.
 		if job, ok := strings.CutPrefix(a.from, "prometheus.yml job "); ok {
-			if job != host {
+			if job != strings.TrimSuffix(host, "-2") {
 				t.Errorf("job %q scrapes %s", job, host)
 			}
 			scraped[host] = true
@@ -438,7 +443,7 @@ func TestHealthchecksGateTheStartOrder(t *testing.T) {
 	}
 	for svc, deps := range map[string][]string{
 		lab.Gateway: {lab.Upstream}, lab.Loadgen: {lab.Gateway}, lab.Alertmanager: {lab.Pager},
-		lab.Prometheus: {lab.Alertmanager}, "grafana": {lab.Prometheus, lab.Pager},
+		lab.Prometheus: {lab.Alertmanager, lab.Alertmanager2}, lab.Alertmanager2: {lab.Pager}, "grafana": {lab.Prometheus, lab.Pager},
 	} {
 		for _, d := range deps {
 			if _, ok := p.Services[svc].DependsOn[d]; !ok {

@@ -46,7 +46,7 @@ func TestStandinOverrideRunsTheStackWithoutGrafana(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{lab.Alertmanager, lab.Gateway, lab.Loadgen, lab.Pager, lab.Prometheus, lab.Upstream}
+		want := []string{lab.Alertmanager, lab.Alertmanager2, lab.Gateway, lab.Loadgen, lab.Pager, lab.Prometheus, lab.Upstream}
 		if got := slices.Sorted(slices.Values(p.ServiceNames())); !slices.Equal(got, want) {
 			t.Fatalf("%q: services %v, want %v (Grafana left out: %v)", vars, got, want, leftOut)
 		}
@@ -56,7 +56,7 @@ func TestStandinOverrideRunsTheStackWithoutGrafana(t *testing.T) {
 		for name, s := range p.Services {
 			b := base.Services[name]
 			if s.Build == nil {
-				if want := map[string]string{lab.Prometheus: built[2].Ref, lab.Alertmanager: built[3].Ref}[name]; s.Image != want {
+				if want := map[string]string{lab.Prometheus: built[2].Ref, lab.Alertmanager: built[3].Ref, lab.Alertmanager2: built[3].Ref}[name]; s.Image != want {
 					t.Errorf("%q: %s runs %s, want %s", vars, name, s.Image, want)
 				}
 				continue

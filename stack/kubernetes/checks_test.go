@@ -417,11 +417,18 @@ func checkScrapeJobs(inv *inventory, r *repo, ov Overlay) []string {
 		if p == "" {
 			p = "/metrics"
 		}
-		if len(j.StaticConfigs) != 1 || len(j.StaticConfigs[0].Targets) != 1 {
-			out = append(out, fmt.Sprintf("prometheus.yml job %s: want one target", j.JobName))
+		// One target, or the replicas of one process (the Alertmanager
+		// pair), which one monitor scrapes on one port.
+		if len(j.StaticConfigs) != 1 || len(j.StaticConfigs[0].Targets) == 0 {
+			out = append(out, fmt.Sprintf("prometheus.yml job %s: want one target or replicas", j.JobName))
 			continue
 		}
 		_, port, _ := net.SplitHostPort(j.StaticConfigs[0].Targets[0])
+		for _, tg := range j.StaticConfigs[0].Targets[1:] {
+			if _, p, _ := net.SplitHostPort(tg); p != port {
+				out = append(out, fmt.Sprintf("prometheus.yml job %s: targets on ports %s and %s, want replicas on one", j.JobName, port, p))
+			}
+		}
 		want[j.JobName] = target{p, port, r.prom.Global.ScrapeInterval, r.prom.Global.ScrapeTimeout}
 	}
 	got := map[string][]target{}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +15,9 @@ import (
 
 // helmValues is the part of kube-prometheus-stack's values burnlab sets.
 type helmValues struct {
+	Alertmanager struct {
+		AlertmanagerSpec struct{ Replicas *int } `json:"alertmanagerSpec"`
+	}
 	Grafana struct {
 		Image struct{ Repository, Tag string }
 		Ini   struct {
@@ -38,7 +42,8 @@ type helmValues struct {
 // of every dashboard panel, the pager datasource compose provisions with
 // the pager's Service for its URL, the plugin's id and the directory the
 // image installs it in, the dashboard ConfigMap's label, and burnlab's
-// Grafana image. The chart itself is not here to check them against.
+// Grafana image; and Alertmanager runs as many replicas as compose's HA
+// pair. The chart itself is not here to check them against.
 func TestHelmValuesNameWhatTheRepoNames(t *testing.T) {
 	faults := helmFaults(t, filepath.Join(deploy, "kube-prometheus-stack-values.yaml"))
 	for _, f := range faults {
@@ -105,6 +110,23 @@ func helmFaults(t *testing.T, path string) []string {
 	}
 	if m := regexp.MustCompile(`(?m)^ENV GF_PATHS_PLUGINS=(\S+)$`).FindSubmatch(df); m == nil || string(m[1]) != g.Ini.Paths.Plugins {
 		out = append(out, fmt.Sprintf("grafana.ini paths.plugins %q; the image installs the plugin in %q", g.Ini.Paths.Plugins, m))
+	}
+	// The HA pair: as many Alertmanager replicas as compose runs, gossiping
+	// (the operator meshes its replicas itself).
+	var compose struct{ Services map[string]struct{ Image string } }
+	decode(t, filepath.Join(root, "docker-compose.yml"), &compose)
+	ams := 0
+	for _, svc := range compose.Services {
+		if strings.HasPrefix(svc.Image, "prom/alertmanager:") {
+			ams++
+		}
+	}
+	if r := v.Alertmanager.AlertmanagerSpec.Replicas; ams < 2 || r == nil || *r != ams {
+		got := "unset"
+		if r != nil {
+			got = strconv.Itoa(*r)
+		}
+		out = append(out, fmt.Sprintf("alertmanager.alertmanagerSpec.replicas %s; compose runs an HA pair of %d", got, ams))
 	}
 	if g.Image.Repository != "burnlab/grafana" {
 		out = append(out, fmt.Sprintf("Grafana image %s: only burnlab/grafana holds the plugin", g.Image.Repository))

@@ -37,6 +37,9 @@ const (
 	Pager        = "pager"
 	Prometheus   = "prometheus"
 	Alertmanager = "alertmanager"
+	// Alertmanager2 is compose's and Kubernetes' second replica of the HA
+	// pair; the lab runs one Alertmanager, which answers for both.
+	Alertmanager2 = "alertmanager-2"
 )
 
 // Addrs are the lab's listen addresses. The compose addresses they replace
@@ -75,6 +78,8 @@ func (a Addrs) replacements() *strings.Replacer {
 		"loadgen:6061", a.LoadgenAdmin,
 		"pager:5001", a.Pager,
 		"alertmanager:9093", a.Alertmanager,
+		// The lab runs one Alertmanager; compose's second replica is it.
+		"alertmanager-2:9093", a.Alertmanager,
 		"localhost:9090", a.Prometheus,
 	)
 }

@@ -37,14 +37,15 @@ func TestRenderChangesOnlyAddresses(t *testing.T) {
 		} {
 			orig, _ := os.ReadFile(filepath.Join(root, src))
 			got, _ := os.ReadFile(filepath.Join(cfg.Dir, dst))
-			for _, compose := range []string{"gateway:6060", "upstream:8081", "loadgen:6061", "pager:5001", "alertmanager:9093", "localhost:9090"} {
+			for _, compose := range []string{"gateway:6060", "upstream:8081", "loadgen:6061", "pager:5001", "alertmanager:9093", "alertmanager-2:9093", "localhost:9090"} {
 				if strings.Contains(string(got), compose) {
 					t.Errorf("%s still names %s", dst, compose)
 				}
 			}
 			back := strings.NewReplacer(addrs.GatewayAdmin, "gateway:6060", addrs.Upstream, "upstream:8081", addrs.LoadgenAdmin, "loadgen:6061",
 				addrs.Pager, "pager:5001", addrs.Alertmanager, "alertmanager:9093", addrs.Prometheus, "localhost:9090").Replace(string(got))
-			if back != string(orig) {
+			// The lab's one Alertmanager answers for both of the pair.
+			if back != strings.ReplaceAll(string(orig), "alertmanager-2:9093", "alertmanager:9093") {
 				t.Errorf("%s differs from %s by more than addresses", dst, src)
 			}
 		}

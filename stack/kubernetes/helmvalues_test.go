@@ -113,7 +113,9 @@ func helmFaults(t *testing.T, path string) []string {
 	}
 	// The HA pair: as many Alertmanager replicas as compose runs, gossiping
 	// (the operator meshes its replicas itself).
-	var compose struct{ Services map[string]struct{ Image string } }
+	var compose struct {
+		Services map[string]struct{ Image string }
+	}
 	decode(t, filepath.Join(root, "docker-compose.yml"), &compose)
 	ams := 0
 	for _, svc := range compose.Services {

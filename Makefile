@@ -110,16 +110,23 @@ SLOTH      := GOWORK=off $(GO) -C prometheus/tools tool sloth
 SLO_SPEC   := ../slo/llm-gateway.yml
 LAB_WINDOWS := --slo-period-windows-path=../slo/windows/lab --default-slo-period=10h
 
+# Sloth writes no alert for an SLI with no data; stack/cmd/nodata-rules
+# appends one to each file Sloth generates (stack/nodata says why).
+NODATA := $(GO) run ./stack/cmd/nodata-rules
+
 .PHONY: rules
 rules: ## regenerate prometheus/rules/ from the Sloth spec
 	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-production.yml 2>/dev/null
 	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-lab.yml $(LAB_WINDOWS) 2>/dev/null
+	$(NODATA) -in prometheus/rules/slo-production.yml
+	$(NODATA) -in prometheus/rules/slo-lab.yml
 
 .PHONY: check-rules
 check-rules: ## fail when the committed rules differ from a regeneration; run the promtool suites
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	($(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-production.yml 2>$$tmp/log && \
-	 $(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-lab.yml $(LAB_WINDOWS) 2>>$$tmp/log) || { cat $$tmp/log; exit 1; }; \
+	 $(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-lab.yml $(LAB_WINDOWS) 2>>$$tmp/log && \
+	 $(NODATA) -in $$tmp/slo-production.yml && $(NODATA) -in $$tmp/slo-lab.yml) || { cat $$tmp/log; exit 1; }; \
 	for f in slo-production.yml slo-lab.yml; do \
 		diff -u prometheus/rules/$$f $$tmp/$$f || { echo "prometheus/rules/$$f is stale: run make rules" >&2; exit 1; }; \
 	done; echo "rules: committed = generated"

@@ -57,9 +57,17 @@ func (w *watch) inject(at time.Time) {
 func (w *watch) poll() error {
 	now := time.Now()
 	seen := map[string]bool{}
+	// An alert of the service but of no one SLO (the SLI no-data alert)
+	// goes by its name: no scenario allows it.
+	name := func(slo, alertname string) string {
+		if slo == "" {
+			return alertname
+		}
+		return slo
+	}
 	mark := func(source string, labels map[string]string) {
 		if labels["sloth_service"] == "llm-gateway" {
-			seen[key(source, scenario.Alert{SLO: labels["sloth_slo"], Severity: labels["severity"]})] = true
+			seen[key(source, scenario.Alert{SLO: name(labels["sloth_slo"], labels["alertname"]), Severity: labels["severity"]})] = true
 		}
 	}
 	alerts, err := w.l.Alerts()
@@ -82,7 +90,7 @@ func (w *watch) poll() error {
 	}
 	var misrouted []string
 	for _, inc := range incs {
-		a := scenario.Alert{SLO: inc.SLO, Severity: inc.Severity}
+		a := scenario.Alert{SLO: name(inc.SLO, inc.AlertName), Severity: inc.Severity}
 		if inc.Status == "firing" {
 			seen[key(inPager, a)] = true
 		}

@@ -99,3 +99,23 @@ func CPUModel() string {
 	}
 	return ""
 }
+
+// ReplaceBlock rewrites the text between the markers begin and end of
+// the Markdown file at path (a README's generated table), keeping the
+// markers and everything around them.
+func ReplaceBlock(path, begin, end, text string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	head, rest, ok := strings.Cut(string(b), begin)
+	_, tail, ok2 := strings.Cut(rest, end)
+	if !ok || !ok2 {
+		return fmt.Errorf("results: %s lacks the markers %q and %q", path, begin, end)
+	}
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	//nolint:gosec // G703: the path is the caller's own, a file it was asked to rewrite
+	return os.WriteFile(path, []byte(head+begin+"\n"+text+end+tail), 0o644)
+}

@@ -49,3 +49,17 @@ func TestWriteHeadsTheRunWithWhereItCameFrom(t *testing.T) {
 		t.Error("a run without a date was written")
 	}
 }
+
+func TestReplaceBlockKeepsTheMarkersAndWhatSurroundsThem(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	os.WriteFile(path, []byte("top\n<!-- b -->\nold\n<!-- e -->\nbottom\n"), 0o644)
+	if err := ReplaceBlock(path, "<!-- b -->", "<!-- e -->", "| new |"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "top\n<!-- b -->\n| new |\n<!-- e -->\nbottom\n" {
+		t.Errorf("got %q", b)
+	}
+	if err := ReplaceBlock(path, "<!-- x -->", "<!-- e -->", "t"); err == nil || !strings.Contains(err.Error(), "lacks the markers") {
+		t.Errorf("missing markers: %v", err)
+	}
+}

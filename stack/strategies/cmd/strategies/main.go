@@ -191,19 +191,12 @@ const (
 // rewriteBlock replaces the table between the markers of the Markdown
 // file at path with the first window table's detection table.
 func rewriteBlock(path string, t strategies.Table, windows string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("-readme: %w", err)
-	}
-	head, rest, ok := strings.Cut(string(b), begin)
-	_, tail, ok2 := strings.Cut(rest, end)
-	if !ok || !ok2 {
-		return fmt.Errorf("-readme: %s lacks the markers %q and %q", path, begin, end)
-	}
 	var md strings.Builder
 	if err := t.WriteMarkdown(&md, windows); err != nil {
 		return err
 	}
-	//nolint:gosec // G703: the path is the operator's own -readme flag, a file they asked to rewrite
-	return os.WriteFile(path, []byte(head+begin+"\n"+md.String()+end+tail), 0o644)
+	if err := results.ReplaceBlock(path, begin, end, md.String()); err != nil {
+		return fmt.Errorf("-readme: %w", err)
+	}
+	return nil
 }

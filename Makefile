@@ -265,8 +265,8 @@ e2e-scenarios: tools $(SLOTH_BIN) ## the scenario matrix alone (SCENARIOS=upstre
 	$(if $(SAVE),BURNLAB_RESULTS=$(abspath docs/results)) $(GO) test -tags e2e -run TestScenarios -count=1 -timeout 35m -v ./stack/lab
 
 .PHONY: scenario
-scenario: ## inject a fault into the running lab or compose stack: make scenario S=upstream-tail (S=none clears it; no S lists them)
-	@$(GO) run ./stack/cmd/lab scenario -name "$(S)" -compose "$(COMPOSE)"
+scenario: ## inject a fault into the running lab or compose stack: make scenario S=upstream-tail (S=none clears it; no S lists them; SHARE=0.03 runs a one-step fault harder)
+	@$(GO) run ./stack/cmd/lab scenario -name "$(S)" -compose "$(COMPOSE)" $(if $(SHARE),-share $(SHARE))
 
 # docker compose: the same stack in containers. BURNLAB_VERSION stamps the
 # images' binaries (gateway_build_info{version}). Once `make up-offline`

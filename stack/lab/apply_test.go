@@ -34,7 +34,7 @@ func (f *fakeStack) serve(t *testing.T) Stack {
 	up.HandleFunc("PUT /scenario/{name}", func(_ http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.scenarios = append(f.scenarios, r.PathValue("name"))
+		f.scenarios = append(f.scenarios, r.PathValue("name")+r.URL.Query().Get("share"))
 	})
 	ups := httptest.NewServer(up)
 	ctl := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,6 +75,21 @@ func TestScenarioSwitchesTheLabsBuildOnlyWhenItDiffers(t *testing.T) {
 	}
 	if len(f.scenarios) != 3 {
 		t.Fatal("an unknown scenario reached the upstream")
+	}
+	// SHARE= runs a one-step fault harder; a scenario without one share,
+	// or a share out of range, is refused before the upstream hears of it.
+	s.Share = 0.03
+	if err := ApplyScenario(ctx, "upstream-errors", s); err != nil || f.scenarios[3] != "upstream-errors0.03" {
+		t.Fatalf("with a share: %v, scenarios %q", err, f.scenarios)
+	}
+	for _, bad := range []struct {
+		name  string
+		share float64
+	}{{"creep", 0.03}, {"upstream-errors", 2}} {
+		s.Share = bad.share
+		if err := ApplyScenario(ctx, bad.name, s); err == nil || !strings.Contains(err.Error(), "share") || len(f.scenarios) != 4 {
+			t.Errorf("%s at %g: %v, scenarios %q", bad.name, bad.share, err, f.scenarios)
+		}
 	}
 }
 

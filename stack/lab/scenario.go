@@ -30,6 +30,9 @@ type Stack struct {
 	// GATEWAY_TAG set, as make fixed does.
 	Compose []string
 	Out     io.Writer
+	// Share, when set, runs a one-step fault at this share of streams
+	// instead of the table's (make scenario SHARE=0.03): a faster burn.
+	Share float64
 }
 
 // DefaultStack is the contract's stack.
@@ -51,6 +54,11 @@ func ApplyScenario(ctx context.Context, name string, s Stack) error {
 	if err != nil {
 		return err
 	}
+	if s.Share != 0 {
+		if sc, err = sc.WithShare(s.Share); err != nil {
+			return err
+		}
+	}
 	// Nothing is rebuilt for a fault that could not be set: a stack
 	// started before the control existed has none.
 	if _, err := scenario.Get(ctx, "http://"+s.Upstream); err != nil {
@@ -66,11 +74,23 @@ func ApplyScenario(ctx context.Context, name string, s Stack) error {
 			return err
 		}
 	}
-	if err := scenario.Set(ctx, "http://"+s.Upstream, sc.Name); err != nil {
+	set := func() error { return scenario.Set(ctx, "http://"+s.Upstream, sc.Name) }
+	why := sc.Why
+	if s.Share != 0 {
+		set = func() error { return scenario.SetShare(ctx, "http://"+s.Upstream, sc.Name, s.Share) }
+		var burns []string
+		for _, slo := range scenario.SLOs {
+			if b, ok := sc.Burn[slo]; ok {
+				burns = append(burns, fmt.Sprintf("%s %gx", slo, b))
+			}
+		}
+		why = strings.Join(burns, ", ") + ", the table's burn scaled to the share"
+	}
+	if err := set(); err != nil {
 		return err
 	}
 	fmt.Fprintf(s.Out, "scenario %s (gateway: %s build)\n  injected:      %s\n  expected burn: %s\n  must fire:     %s\n  make profile:  %s\n",
-		sc.Name, sc.Build, sc.What, sc.Why, sc.Expected(), sc.Profile)
+		sc.Name, sc.Build, sc.What, why, sc.Expected(), sc.Profile)
 	return nil
 }
 

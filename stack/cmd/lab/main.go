@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	name := fs.String("name", "", "scenario: the one to put in place (none clears the fault; empty lists them)")
 	fs.StringVar(&stack.Upstream, "upstream", stack.Upstream, "scenario: the upstream's address, where the fault is set")
 	fs.StringVar(&stack.GatewayAdmin, "gateway-admin", stack.GatewayAdmin, "scenario: the gateway's admin address, where its build is read")
+	fs.Float64Var(&stack.Share, "share", 0, "scenario: run a one-step fault at this share of streams instead of the table's (e.g. 0.03)")
 	compose := fs.String("compose", strings.Join(stack.Compose, " "), "scenario: the compose command that switches the gateway when no lab answers at -control")
 	service.Usage(fs, envs, "lab up: run the stack natively; lab switch: change a running lab's gateway build;\nlab scenario: inject a fault scenario into the running lab or compose stack\n\nFlags:\n")
 	if err := fs.Parse(args[1:]); err != nil {

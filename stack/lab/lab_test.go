@@ -209,3 +209,26 @@ func TestMatrixChecksFailWhatTheyGuard(t *testing.T) {
 		t.Errorf("a ttft page that fired between polls: %v", err)
 	}
 }
+
+// An incident is asked for by its ID, not searched for in the list, which
+// holds only the newest page of them.
+func TestIncidentIsFetchedByItsID(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/incidents/old-1":
+			w.Write([]byte(`{"id":"old-1","status":"resolved"}`))
+		case "/api/incidents":
+			w.Write([]byte(`[]`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer s.Close()
+	p := Probe{Addrs{Pager: strings.TrimPrefix(s.URL, "http://")}}
+	if inc, err := p.Incident("old-1"); err != nil || inc.ID != "old-1" || inc.Status != "resolved" {
+		t.Errorf("an incident past the list's first page: %+v %v", inc, err)
+	}
+	if inc, err := p.Incident("none"); err != nil || inc.ID != "" {
+		t.Errorf("an unknown incident: %+v %v", inc, err)
+	}
+}

@@ -161,19 +161,24 @@ func (l Probe) Versions() (prometheus, alertmanager string, err error) {
 	return p.Data.Version, a.VersionInfo.Version, nil
 }
 
-// Incident is the pager's incident id; one with an empty ID when the
-// pager holds none by that ID.
+// Incident is the pager's incident id, asked for by its ID (not looked
+// up in the list, which is paged); one with an empty ID when the pager
+// holds none by that ID.
 func (l Probe) Incident(id string) (incident.Incident, error) {
-	incs, err := l.Incidents()
+	u := "http://" + l.Addrs.Pager + "/api/incidents/" + url.PathEscape(id)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(u)
 	if err != nil {
 		return incident.Incident{}, err
 	}
-	for _, inc := range incs {
-		if inc.ID == id {
-			return inc, nil
-		}
+	defer resp.Body.Close()
+	var inc incident.Incident
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		return inc, nil
+	case http.StatusOK:
+		return inc, json.NewDecoder(resp.Body).Decode(&inc)
 	}
-	return incident.Incident{}, nil
+	return inc, fmt.Errorf("GET %s: %s", u, resp.Status)
 }
 
 // PagerShows reads a page of the pager's web UI and says what of want it

@@ -40,6 +40,12 @@ const (
 
 const guilty = "transcript.(*Baseline).Append"
 
+// The README's block of the faults' table, which SAVE=1 rewrites.
+const (
+	faultsBegin = "<!-- faults table: make e2e-compose SAVE=1 writes it -->"
+	faultsEnd   = "<!-- end of the faults table -->"
+)
+
 // project is the e2e's compose project name: not the file's own (burnlab),
 // so a user's stack is never touched. The ports it publishes are the
 // contract's, so neither the user's stack nor a native lab may run
@@ -168,17 +174,16 @@ func TestComposeEndToEnd(t *testing.T) {
 	}
 	tl.note("the pager's -diff_base view of the page-time and after profiles shows " + guilty + " gone")
 
-	// 4. A scenario through make scenario's own code, on compose.
-	st := lab.DefaultStack()
-	st.Compose = s.command()
-	if err := lab.ApplyScenario(ctx, "upstream-errors", st); err != nil {
-		t.Fatal(err)
-	}
-	injected := time.Now()
-	waitIncident(t, s, probe, "availability", "page", injected, pageWithin)
-	tl.mark(fmt.Sprintf("make scenario S=upstream-errors: availability PAGE %s after the fault", time.Since(injected).Round(time.Second)))
-	if err := lab.ApplyScenario(ctx, "none", st); err != nil {
-		t.Fatal(err)
+	// 4. The monitoring path's faults (faults_test.go), after a reference
+	// cycle that injects a scenario through make scenario's own code.
+	rows := s.runFaults(t, ctx, probe, upAt, &tl)
+	table := faultTable(rows, false)
+	fmt.Print(table)
+	tl.block("the monitoring path's faults", table)
+	if dir := os.Getenv(results.EnvDir); dir != "" && !t.Failed() {
+		if err := results.ReplaceBlock(filepath.Join(root, "README.md"), faultsBegin, faultsEnd, faultTable(rows, true)); err != nil {
+			t.Error(err)
+		}
 	}
 
 	// 5. A restart keeps the pager's incidents and Prometheus's samples.

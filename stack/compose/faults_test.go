@@ -89,6 +89,23 @@ type cycle struct {
 func (s *stack) beginCycle(t *testing.T, probe lab.Probe) *cycle {
 	t.Helper()
 	c := &cycle{t: t, s: s, probe: probe, known: map[string]bool{}}
+	// Whatever a failed cycle left burning ends first, so each cycle
+	// starts from a quiet availability SLO.
+	t.Cleanup(func() {
+		if err := scenario.Set(context.Background(), "http://"+probe.Addrs.Upstream, scenario.None); err != nil {
+			t.Errorf("clearing the fault: %v", err)
+		}
+	})
+	poll(t, s, "a quiet availability SLO before the cycle", func() bool {
+		alerts, err := probe.Alerts()
+		if err != nil || hasAlert(alerts, scenario.Availability, scenario.Page) {
+			return false
+		}
+		incs, err := probe.Incidents()
+		return err == nil && !slices.ContainsFunc(incs, func(i incident.Incident) bool {
+			return i.SLO == scenario.Availability && i.Severity == scenario.Page && i.Status == "firing"
+		})
+	})
 	incs, err := probe.Incidents()
 	if err != nil {
 		t.Fatalf("the pager: %v", err)
@@ -211,7 +228,7 @@ func poll(t *testing.T, s *stack, what string, ok func() bool) time.Time {
 		}
 		if time.Now().After(deadline) {
 			s.dump(context.Background())
-			t.Fatalf("no %s within %s", what, faultWithin)
+			t.Fatalf("waited %s for %s: it did not come", faultWithin, what)
 		}
 	}
 }

@@ -256,7 +256,7 @@ e2e: tools $(SLOTH_BIN) ## the end-to-end proof on the native lab: baseline page
 # engine it is skipped, loudly, except under CI=true. SAVE=1 writes its
 # timeline to docs/results/compose-e2e.md.
 .PHONY: e2e-compose
-e2e-compose: compose-plugin busybox ## the end-to-end proof on docker compose: build, healthy, page, make fixed, resolve, the monitoring path's faults, restart, down -v (~17 min warm)
+e2e-compose: compose-plugin busybox ## the end-to-end proof on docker compose: build, healthy, page, make fixed, resolve, the monitoring path's faults, restart, down -v (~15 min warm)
 	cd stack/compose && BUSYBOX=$(BUSYBOX) $(if $(SAVE),BURNLAB_RESULTS=$(abspath docs/results)) GOWORK=off \
 		$(GO) test -tags e2e -run TestComposeEndToEnd -count=1 -timeout 45m -v .
 

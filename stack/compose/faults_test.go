@@ -541,7 +541,7 @@ func (s *stack) runFaults(t *testing.T, ctx context.Context, probe lab.Probe, si
 				lost++
 			}
 		}
-		r := faultRow{fault: "the pager kill -9'd under a burst", received: len(acked), lost: lost,
+		r := faultRow{fault: "the pager kill -9'd under a burst", lost: lost,
 			note: fmt.Sprintf("%d notifications sent, %d acknowledged before the kill, %d of those stored after the restart", sent, len(acked), len(acked)-lost)}
 		tl.mark("FAULT " + r.String())
 		if lost > 0 {

@@ -348,8 +348,9 @@ func gatewaySamples(t *testing.T, probe lab.Probe, window time.Duration, at time
 	return 0
 }
 
-// runFaults runs every fault after the reference cycle ref, and returns
-// the table's rows, the reference's first.
+// runFaults checks that the no-data alert never fired since the stack
+// came up, runs the no-fault reference cycle and then every fault, and
+// returns the table's rows, the reference's first.
 func (s *stack) runFaults(t *testing.T, ctx context.Context, probe lab.Probe, since time.Time, tl *timeline) []faultRow {
 	// Silent so far, through the baseline's page, make fixed and its
 	// resolve: no healthy run may page for missing data.

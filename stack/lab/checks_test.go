@@ -61,13 +61,17 @@ const (
 // fired and cleared between two — in Prometheus's ALERTS series over the
 // last run and in every incident the pager holds.
 func firedOverTheRun(l *Lab, sc scenario.Scenario, run time.Duration) error {
-	fired, err := l.Series(fmt.Sprintf(`max by (sloth_slo, severity) (max_over_time(ALERTS{sloth_service="llm-gateway"}[%ds]))`, int(run.Seconds())))
+	fired, err := l.Series(fmt.Sprintf(`max by (alertname, sloth_slo, severity) (max_over_time(ALERTS{sloth_service="llm-gateway",alertstate="firing"}[%ds]))`, int(run.Seconds())))
 	if err != nil {
 		return err
 	}
 	var bad []string
 	for _, labels := range fired {
-		a := scenario.Alert{SLO: labels["sloth_slo"], Severity: labels["severity"]}
+		slo := labels["sloth_slo"]
+		if slo == "" {
+			slo = labels["alertname"] // the no-data alert, of no one SLO
+		}
+		a := scenario.Alert{SLO: slo, Severity: labels["severity"]}
 		if !sc.Allowed(a) {
 			bad = append(bad, a.String()+" in Prometheus's ALERTS")
 		}

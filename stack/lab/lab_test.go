@@ -106,7 +106,9 @@ func TestWatchFlagsWhatTheScenarioDoesNotAllow(t *testing.T) {
 	alert := func(slo, sev string) string {
 		return `{"labels":{"sloth_service":"llm-gateway","sloth_slo":"` + slo + `","severity":"` + sev + `"},"state":"firing"}`
 	}
-	prom, am, pager = `{"data":{"alerts":[`+alert("stream-latency", "ticket")+`]}}`, `[]`, `[]`
+	// A pending alert is not one: it was never sent.
+	pending := `{"labels":{"sloth_service":"llm-gateway","alertname":"SLOSLINoData","severity":"page"},"state":"pending"}`
+	prom, am, pager = `{"data":{"alerts":[`+alert("stream-latency", "ticket")+`,`+pending+`]}}`, `[]`, `[]`
 	sc, err := scenario.Lookup("upstream-tail")
 	if err != nil {
 		t.Fatal(err)

@@ -74,8 +74,13 @@ func (w *watch) poll() error {
 	if err != nil {
 		return fmt.Errorf("prometheus: %w", err)
 	}
+	// Only firing alerts: a pending one (the no-data alert in Prometheus's
+	// first seconds, before Sloth's recordings have two samples, waiting
+	// out its for:) is never sent.
 	for _, a := range alerts {
-		mark(inPrometheus, a.Labels)
+		if a.State == "firing" {
+			mark(inPrometheus, a.Labels)
+		}
 	}
 	held, err := w.l.AMAlerts()
 	if err != nil {

@@ -113,11 +113,16 @@ LAB_WINDOWS := --slo-period-windows-path=../slo/windows/lab --default-slo-period
 # Sloth writes no alert for an SLI with no data; stack/cmd/nodata-rules
 # appends one to each file Sloth generates (stack/nodata says why).
 NODATA := $(GO) run ./stack/cmd/nodata-rules
+# Sloth's alerts say neither the burn of the pair that fired nor the budget
+# left; stack/cmd/burnfacts-rules annotates each (stack/burnfacts says why).
+BURNFACTS := $(GO) run ./stack/cmd/burnfacts-rules
 
 .PHONY: rules
 rules: ## regenerate prometheus/rules/ from the Sloth spec
 	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-production.yml 2>/dev/null
 	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-lab.yml $(LAB_WINDOWS) 2>/dev/null
+	$(BURNFACTS) -in prometheus/rules/slo-production.yml
+	$(BURNFACTS) -in prometheus/rules/slo-lab.yml
 	$(NODATA) -in prometheus/rules/slo-production.yml
 	$(NODATA) -in prometheus/rules/slo-lab.yml
 
@@ -126,6 +131,7 @@ check-rules: ## fail when the committed rules differ from a regeneration; run th
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	($(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-production.yml 2>$$tmp/log && \
 	 $(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-lab.yml $(LAB_WINDOWS) 2>>$$tmp/log && \
+	 $(BURNFACTS) -in $$tmp/slo-production.yml && $(BURNFACTS) -in $$tmp/slo-lab.yml && \
 	 $(NODATA) -in $$tmp/slo-production.yml && $(NODATA) -in $$tmp/slo-lab.yml) || { cat $$tmp/log; exit 1; }; \
 	for f in slo-production.yml slo-lab.yml; do \
 		diff -u prometheus/rules/$$f $$tmp/$$f || { echo "prometheus/rules/$$f is stale: run make rules" >&2; exit 1; }; \

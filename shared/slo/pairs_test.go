@@ -1,0 +1,29 @@
+package slo
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPairsRoundTrip(t *testing.T) {
+	in := []Pair{{Short: 5 * time.Minute, Long: time.Hour, Factor: 14.4}, {Short: 30 * time.Minute, Long: 6 * time.Hour, Factor: 6}}
+	s := FormatPairs(in)
+	if s != "5m/1h over 14.4x; 30m/6h over 6x" {
+		t.Fatalf("FormatPairs = %q", s)
+	}
+	out, err := ParsePairs(s)
+	if err != nil || len(out) != 2 || out[0] != in[0] || out[1] != in[1] {
+		t.Fatalf("ParsePairs(%q) = %v, %v", s, out, err)
+	}
+}
+
+// The annotation comes in an alert's payload: anything but the form is a
+// clear error, never a pair half read.
+func TestParsePairsRefusesWhatIsNotThem(t *testing.T) {
+	for _, s := range []string{"", " ", "5m/1h", "5m/1h over", "5m/1h over x", "5m 1h over 6x", "5m/1h over 6", "1h/5m over 6x",
+		"5m/1h over -6x", "5m/1h over NaNx", "5m/1h over 1e9x", "0s/1h over 6x", "5m/1h over 6x;", "5q/1h over 6x", "5m/1h over 6x; junk"} {
+		if p, err := ParsePairs(s); err == nil {
+			t.Errorf("ParsePairs(%q) = %v, want an error", s, p)
+		}
+	}
+}

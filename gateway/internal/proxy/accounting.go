@@ -59,17 +59,21 @@ func (a *accounting) settle() bool {
 }
 
 // record ends a stream: its quota settled, its metrics, and its one log
-// line. Content is never logged, only counts.
+// line. Content is never logged, only counts. The duration's exemplar and
+// the log line carry the same request_id and tenant, so a slow stream
+// found on a graph leads to its log line.
 func (h *Handler) record(s *stream, res result) {
 	a := &s.acct
 	a.settle()
 	m := h.cfg.Metrics
 	elapsed := time.Since(a.start)
-	m.duration.WithLabelValues(s.route, res.outcome).Observe(elapsed.Seconds())
-	m.events.Add(float64(a.events))
+	tenantName := ""
 	if a.tenant != nil {
-		m.tokens.WithLabelValues(a.tenant.Name).Add(float64(a.tokens))
+		tenantName = a.tenant.Name
+		m.tokens.WithLabelValues(tenantName).Add(float64(a.tokens))
 	}
+	m.observeStream(s.route, res.outcome, elapsed.Seconds(), s.id, tenantName)
+	m.events.Add(float64(a.events))
 	counts := s.redactions()
 	redactions := 0
 	for k, n := range counts {
@@ -98,8 +102,8 @@ func (h *Handler) record(s *stream, res result) {
 		Int("redactions", redactions).
 		Float64("duration_ms", float64(elapsed.Microseconds())/1000).
 		Str("variant", h.cfg.Variant)
-	if a.tenant != nil {
-		ev = ev.Str("tenant", a.tenant.Name)
+	if tenantName != "" {
+		ev = ev.Str("tenant", tenantName)
 	}
 	if a.ttft > 0 {
 		m.ttft.WithLabelValues(s.route).Observe(a.ttft.Seconds())

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"unicode/utf8"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"burnlab/gateway/internal/redact"
@@ -102,4 +104,41 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 		}
 	}
 	return m
+}
+
+// observeStream records a stream's duration with an exemplar naming the
+// stream: its request ID, the request_id of its "stream" log line, and its
+// tenant ("" when it was refused before its key was read). The histogram
+// exposes the latest exemplar of each bucket and Prometheus stores each one
+// it scrapes, so the slow buckets point at streams whose log lines say why
+// they were slow. The exemplar costs a few small allocations once a
+// stream, never once an event.
+func (m *Metrics) observeStream(route, outcome string, seconds float64, id, tenant string) {
+	obs := m.duration.WithLabelValues(route, outcome)
+	labels := streamExemplar(id, tenant)
+	if eo, ok := obs.(prometheus.ExemplarObserver); ok && labels != nil {
+		eo.ObserveWithExemplar(seconds, labels)
+		return
+	}
+	obs.Observe(seconds)
+}
+
+// streamExemplar returns the exemplar labels for a stream, or nil when
+// even its request ID alone cannot be one. ObserveWithExemplar panics on
+// labels over prometheus.ExemplarMaxRunes in all or not valid UTF-8, and
+// the gateway must not crash on an odd tenant name: the tenant is dropped
+// first, since the request ID is what finds the log line.
+func streamExemplar(id, tenant string) prometheus.Labels {
+	const idLabel, tenantLabel = "request_id", "tenant"
+	if id == "" || !utf8.ValidString(id) {
+		return nil
+	}
+	runes := len(idLabel) + utf8.RuneCountInString(id)
+	if runes > prometheus.ExemplarMaxRunes {
+		return nil
+	}
+	if tenant == "" || !utf8.ValidString(tenant) || runes+len(tenantLabel)+utf8.RuneCountInString(tenant) > prometheus.ExemplarMaxRunes {
+		return prometheus.Labels{idLabel: id}
+	}
+	return prometheus.Labels{idLabel: id, tenantLabel: tenant}
 }

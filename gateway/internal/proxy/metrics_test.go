@@ -1,10 +1,19 @@
 package proxy
 
 import (
+	"encoding/json"
+	"io"
+	"maps"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"burnlab/shared/service"
 )
 
 // A gateway that has served nothing exposes its SLIs' series at zero: the
@@ -27,5 +36,182 @@ func TestSLISeriesExistBeforeTheFirstStream(t *testing.T) {
 		if n != c.series {
 			t.Errorf("%s: %d series before any stream, want %d", c.name, n, c.series)
 		}
+	}
+}
+
+// A stream's duration carries an exemplar naming it: the request ID the
+// client got in X-Request-Id and the gateway's log line carries, and its
+// tenant, so a slow stream seen in the histogram's buckets leads to its
+// log line.
+func TestStreamDurationExemplarNamesTheStream(t *testing.T) {
+	l := newLab(t, sseUpstream(chunkLine(" hello"), "", "data: [DONE]", ""))
+	resp, _ := l.stream(t)
+	id := resp.Header.Get("X-Request-Id")
+	if id == "" {
+		t.Fatal("no X-Request-Id in the response")
+	}
+	want := map[string]string{"request_id": id, "tenant": "acme"}
+
+	if got := durationExemplar(t, l.reg, RouteStream, OutcomeOK); !maps.Equal(got, want) {
+		t.Errorf("exemplar labels %v, want %v", got, want)
+	}
+
+	var line struct {
+		Message   string `json:"message"`
+		RequestID string `json:"request_id"`
+		Tenant    string `json:"tenant"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(l.logs.String())), &line); err != nil {
+		t.Fatalf("the stream's log line: %v\n%s", err, l.logs.String())
+	}
+	if line.Message != "stream" || line.RequestID != id || line.Tenant != "acme" {
+		t.Errorf("log line %+v, want message stream, request_id %s, tenant acme", line, id)
+	}
+
+	// Prometheus reads exemplars only from OpenMetrics text, which the
+	// admin server sends a scraper that asks for it.
+	admin := httptest.NewServer(service.AdminMux(l.reg, nil))
+	defer admin.Close()
+	req, _ := http.NewRequest(http.MethodGet, admin.URL+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	scrape, err := admin.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scrape.Body.Close()
+	body, _ := io.ReadAll(scrape.Body)
+	if ct := scrape.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Fatalf("scrape answered %s, want OpenMetrics text", ct)
+	}
+	found := false
+	for _, s := range strings.Split(string(body), "\n") {
+		series, exemplar, ok := strings.Cut(s, " # {")
+		if ok && strings.HasPrefix(series, "gateway_stream_duration_seconds_bucket{") && strings.Contains(series, `outcome="ok"`) &&
+			strings.Contains(exemplar, `request_id="`+id+`"`) && strings.Contains(exemplar, `tenant="acme"`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no gateway_stream_duration_seconds bucket in the OpenMetrics scrape has the exemplar # {request_id=%q,tenant=\"acme\"}:\n%s", id, grepLines(string(body), "gateway_stream_duration_seconds_bucket"))
+	}
+}
+
+// durationExemplar returns the labels of the one exemplar on
+// gateway_stream_duration_seconds for route and outcome, after checking it
+// sits in the bucket of its value and is the stream's one observation.
+func durationExemplar(t *testing.T, reg prometheus.Gatherer, route, outcome string) map[string]string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "gateway_stream_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels["route"] != route || labels["outcome"] != outcome {
+				continue
+			}
+			h := m.GetHistogram()
+			var found map[string]string
+			lower := math.Inf(-1)
+			for _, b := range h.GetBucket() {
+				if e := b.GetExemplar(); e != nil {
+					if found != nil {
+						t.Fatalf("two exemplars for one stream: %v and %v", found, e)
+					}
+					if v := e.GetValue(); v <= lower || v > b.GetUpperBound() {
+						t.Errorf("exemplar %v in the bucket (%v, %v]", v, lower, b.GetUpperBound())
+					}
+					if e.GetValue() != h.GetSampleSum() || h.GetSampleCount() != 1 {
+						t.Errorf("exemplar value %v, want the one observation's %v (count %d)", e.GetValue(), h.GetSampleSum(), h.GetSampleCount())
+					}
+					found = map[string]string{}
+					for _, lp := range e.GetLabel() {
+						found[lp.GetName()] = lp.GetValue()
+					}
+				}
+				lower = b.GetUpperBound()
+			}
+			if found == nil {
+				t.Fatalf("gateway_stream_duration_seconds{route=%q,outcome=%q} has no exemplar: %v", route, outcome, h)
+			}
+			return found
+		}
+	}
+	t.Fatalf("no gateway_stream_duration_seconds{route=%q,outcome=%q}", route, outcome)
+	return nil
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// ObserveWithExemplar panics on labels past prometheus.ExemplarMaxRunes or
+// not valid UTF-8. A tenant name no config should allow must cost the
+// exemplar its tenant, and a request ID that cannot be one the exemplar,
+// never the gateway.
+func TestStreamExemplarNeverPanics(t *testing.T) {
+	id := "0123456789abcdef"
+	for _, c := range []struct {
+		name, id, tenant string
+		want             prometheus.Labels
+	}{
+		{"both", id, "acme", prometheus.Labels{"request_id": id, "tenant": "acme"}},
+		{"the longest request ID and tenant name the gateway takes", strings.Repeat("r", 64), strings.Repeat("t", 32),
+			prometheus.Labels{"request_id": strings.Repeat("r", 64), "tenant": strings.Repeat("t", 32)}},
+		{"no tenant", id, "", prometheus.Labels{"request_id": id}},
+		{"a very long tenant name", id, strings.Repeat("t", 1000), prometheus.Labels{"request_id": id}},
+		{"a tenant name one rune too long", id, strings.Repeat("t", prometheus.ExemplarMaxRunes-len("request_idtenant")-len(id)+1), prometheus.Labels{"request_id": id}},
+		{"a tenant name not UTF-8", id, "acme\xff", prometheus.Labels{"request_id": id}},
+		{"a very long request ID", strings.Repeat("r", 200), "acme", nil},
+		{"a request ID not UTF-8", "\xff", "acme", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			m := NewMetrics(reg, "fixed", "test", nil)
+			m.observeStream(RouteStream, OutcomeOK, 0.25, c.id, c.tenant)
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got prometheus.Labels
+			for _, mf := range mfs {
+				if mf.GetName() != "gateway_stream_duration_seconds" {
+					continue
+				}
+				for _, metric := range mf.GetMetric() {
+					h := metric.GetHistogram()
+					if h.GetSampleCount() == 0 {
+						continue
+					}
+					if h.GetSampleSum() != 0.25 {
+						t.Errorf("observed %v, want 0.25", h.GetSampleSum())
+					}
+					for _, b := range h.GetBucket() {
+						for _, lp := range b.GetExemplar().GetLabel() {
+							if got == nil {
+								got = prometheus.Labels{}
+							}
+							got[lp.GetName()] = lp.GetValue()
+						}
+					}
+				}
+			}
+			if !maps.Equal(got, c.want) {
+				t.Errorf("exemplar labels %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -195,11 +195,14 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	}{
 		{Upstream, []string{l.bin("upstream"), "-listen", a.Upstream}, "http://" + a.Upstream + "/readyz"},
 		{Pager, []string{l.bin("pager"), "-listen", a.Pager, "-data", l.path("data/pager"),
-			"-profile-url", "http://" + a.GatewayAdmin + "/debug/pprof/allocs", "-external-url", "http://" + a.Pager}, "http://" + a.Pager + "/readyz"},
+			"-profile-url", "http://" + a.GatewayAdmin + "/debug/pprof/allocs", "-external-url", "http://" + a.Pager,
+			"-prometheus-url", "http://" + a.Prometheus}, "http://" + a.Pager + "/readyz"},
 		{Alertmanager, []string{amBin, "--config.file=" + l.path("etc/alertmanager.yml"), "--storage.path=" + l.path("data/alertmanager"),
 			"--web.listen-address=" + a.Alertmanager, "--cluster.listen-address="}, "http://" + a.Alertmanager + "/-/ready"},
+		// exemplar-storage keeps the request IDs on the gateway's stream
+		// durations, as in docker-compose.yml.
 		{Prometheus, []string{promBin, "--config.file=" + l.path("etc/prometheus.yml"), "--storage.tsdb.path=" + l.path("data/prometheus"),
-			"--web.listen-address=" + a.Prometheus}, "http://" + a.Prometheus + "/-/ready"},
+			"--web.listen-address=" + a.Prometheus, "--enable-feature=exemplar-storage"}, "http://" + a.Prometheus + "/-/ready"},
 	}
 	for _, s := range steps {
 		if err := l.start(ctx, s.name, s.args, s.ready); err != nil {

@@ -72,10 +72,18 @@ func single(title, description, unit string, q *prometheus.DataqueryBuilder) *st
 		GraphMode(common.BigValueGraphModeArea)
 }
 
-func quantiles(metric, who, selector string) []*prometheus.DataqueryBuilder {
+// quantiles plots p50, p99 and p99.9 of a histogram. With exemplars, its
+// p99 query also asks Prometheus for the buckets' exemplars: one query
+// only, since each would fetch the same points again, and the one drawn
+// beside the tail, where a slow stream's request ID is wanted.
+func quantiles(metric, who, selector string, exemplars bool) []*prometheus.DataqueryBuilder {
 	var qs []*prometheus.DataqueryBuilder
 	for _, q := range []struct{ q, name string }{{"0.5", "p50"}, {"0.99", "p99"}, {"0.999", "p99.9"}} {
-		qs = append(qs, query(`histogram_quantile(`+q.q+`, sum by (le) (rate(`+metric+`_bucket{`+selector+`}[$__rate_interval])))`, who+" "+q.name))
+		b := query(`histogram_quantile(`+q.q+`, sum by (le) (rate(`+metric+`_bucket{`+selector+`}[$__rate_interval])))`, who+" "+q.name)
+		if exemplars && q.name == "p99" {
+			b = b.Exemplar(true)
+		}
+		qs = append(qs, b)
 	}
 	return qs
 }
@@ -143,9 +151,10 @@ func Build() (dashboard.Dashboard, error) {
 			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)))
 
 	b = b.WithRow(dashboard.NewRowBuilder("Latency and traffic")).
-		WithPanel(series("Stream duration: server and client", "p50 stays low while p99 and p99.9 cross "+threshold+": a tail, not a flood. Client (loadgen) times include queueing from the scheduled start.", "s", 12,
-			append(quantiles("gateway_stream_duration_seconds", "server", route+`,outcome="ok"`),
-				quantiles("loadgen_stream_duration_seconds", "client", `outcome="ok"`)...)...).
+		WithPanel(series("Stream duration: server and client", "p50 stays low while p99 and p99.9 cross "+threshold+": a tail, not a flood. Client (loadgen) times include queueing from the scheduled start. "+
+			"The dots are the gateway's exemplars: hover one for its stream's request_id and tenant, the request_id of its log line.", "s", 12,
+			append(quantiles("gateway_stream_duration_seconds", "server", route+`,outcome="ok"`, true),
+				quantiles("loadgen_stream_duration_seconds", "client", `outcome="ok"`, false)...)...).
 			Thresholds(dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps([]dashboard.Threshold{
 				{Color: "green"}, {Value: cog.ToPtr(slo.Threshold.Seconds()), Color: "red"}})).
 			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine))).

@@ -205,3 +205,41 @@ func TestScenarioIsAnAnnotationAndAStat(t *testing.T) {
 	}
 	t.Error("no Scenario stat")
 }
+
+// The stream-duration panel shows the gateway's exemplars, each a slow
+// stream's request ID and tenant, on one of its gateway queries: the
+// others would fetch the same points again.
+func TestStreamDurationPanelShowsExemplars(t *testing.T) {
+	b, err := JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Panels []struct {
+			Title   string
+			Targets []struct {
+				Expr     string
+				Exemplar bool
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range doc.Panels {
+		if p.Title != "Stream duration: server and client" {
+			continue
+		}
+		var with []string
+		for _, q := range p.Targets {
+			if q.Exemplar {
+				with = append(with, q.Expr)
+			}
+		}
+		if len(with) != 1 || !strings.Contains(with[0], "gateway_stream_duration_seconds_bucket") {
+			t.Errorf("%s: exemplars on %q, want them on exactly one query of gateway_stream_duration_seconds", p.Title, with)
+		}
+		return
+	}
+	t.Error("no Stream duration panel")
+}

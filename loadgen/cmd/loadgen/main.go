@@ -34,6 +34,7 @@ var envs = map[string]string{
 	"duration":     "LOADGEN_DURATION",
 	"max-inflight": "LOADGEN_MAX_INFLIGHT",
 	"shard":        "LOADGEN_SHARD",
+	"start-delay":  "LOADGEN_START_DELAY",
 	"log-level":    "LOG_LEVEL",
 }
 
@@ -72,6 +73,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rate := fs.Float64("rate", 0, "streams started per second (default: the shape's)")
 	duration := fs.Duration("duration", time.Minute, "how long to start streams; 0 runs until stopped")
 	ramp := fs.Duration("ramp", 0, "raise the rate linearly from 0 over this long")
+	delay := fs.Duration("start-delay", 0, "wait this long before anything reaches the gateway, calibration included "+
+		"(compose: the pager's rolling heap profiles then hold the idle gateway, the \"before\" of an incident that starts with the load)")
 	maxInFlight := fs.Int("max-inflight", 256, "most concurrent streams; starts beyond it are dropped and counted")
 	shardFlag := fs.String("shard", "", "send only shard i/N of the schedule (/N: i from "+load.JobIndexEnv+", a Kubernetes Indexed Job's); N shards together send the whole")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up a stream after this long")
@@ -90,6 +93,17 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	keys, err := load.ParseKeys(*tenants)
 	if err != nil {
 		return fmt.Errorf("-tenants: %w", err)
+	}
+	if *delay < 0 {
+		return fmt.Errorf("-start-delay %s: want 0 or more", *delay)
+	}
+	if *delay > 0 {
+		log.Info().Dur("start_delay", *delay).Msg("waiting before the first stream")
+		select {
+		case <-time.After(*delay):
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	if *calibrateMissing {
 		if err := calibrateIfMissing(ctx, log, *target, keys[0], *shapePath, stdout); err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,6 +137,7 @@ func TestBadInvocations(t *testing.T) {
 		{"calibrate", "-tenants", "k", "-sizes", "10,x"},
 		{"-tenants", "k", "extra"},
 		{"-tenants", "k", "-calibrate"},
+		{"-tenants", "k", "-start-delay", "-1s"},
 	} {
 		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)
@@ -182,5 +184,20 @@ func TestShardsOfAJobSplitTheRun(t *testing.T) {
 	t.Setenv("LOADGEN_SHARD", "0/2")
 	if err := run(context.Background(), []string{"-target", s.URL, "-tenants", "k", "-admin", ""}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "-shard") {
 		t.Fatalf("shard 0/2 in the pod of index 1: %v", err)
+	}
+}
+
+// -start-delay holds every request back, calibration's too, and a stop
+// during it ends the run without one.
+func TestStartDelayHoldsTheLoadBack(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := run(ctx, []string{"-tenants", "k", "-target", srv.URL, "-calibrate", "-shape", filepath.Join(t.TempDir(), "shape.json"),
+		"-start-delay", "1h", "-admin", ""}, io.Discard, io.Discard)
+	if err != nil || hits.Load() != 0 {
+		t.Errorf("stopped during the delay: %v, %d requests; want nil and none", err, hits.Load())
 	}
 }

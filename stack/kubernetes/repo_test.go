@@ -124,7 +124,7 @@ func readRepo(root string) (*repo, error) {
 		switch {
 		case f.Service == lab.Prometheus && filepath.Base(f.Target) == "prometheus.yml":
 			files[f.Source] = &r.prom
-		case f.Service == lab.Alertmanager:
+		case f.Service == lab.Alertmanager && filepath.Base(f.Target) == "alertmanager.yml":
 			files[f.Source] = &r.am
 		}
 	}

@@ -168,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 			l.Stop()
 		}
 	}()
-	for _, d := range []string{"bin", "etc/rules", "data/prometheus", "data/alertmanager", "data/pager", "logs"} {
+	for _, d := range []string{"bin", "etc/rules", "etc/templates", "data/prometheus", "data/alertmanager", "data/pager", "logs"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -312,6 +312,8 @@ func ConfigFiles(windows string) []ConfigFile {
 		{Prometheus, "prometheus/prometheus.yml", "/etc/prometheus/prometheus.yml", "etc/prometheus.yml"},
 		{Prometheus, "prometheus/rules/slo-" + windows + ".yml", "/etc/prometheus/rules/slo.yml", "etc/rules/slo.yml"},
 		{Alertmanager, "alertmanager/alertmanager.yml", "/etc/alertmanager/alertmanager.yml", "etc/alertmanager.yml"},
+		// alertmanager.yml's templates, found relative to it.
+		{Alertmanager, "alertmanager/templates/burnlab.tmpl", "/etc/alertmanager/templates/burnlab.tmpl", "etc/templates/burnlab.tmpl"},
 	}
 }
 

@@ -1,0 +1,339 @@
+// Package heapdelta keeps a small rolling set of short delta heap profiles
+// of the gateway and says in words how the one taken during a burn differs
+// from one taken before it.
+//
+// A delta profile is what Go's net/http/pprof serves for
+// `/debug/pprof/allocs?seconds=N`: it takes two heap profiles N seconds
+// apart and subtracts them, so the result counts only the allocations made
+// in those N seconds. The pager's cumulative profile (allocations since the
+// gateway's process started) answers "what allocates most, ever"; a pair of
+// deltas answers "what changed", which is what an on-call asks at a page.
+//
+// Two things bound how exactly a delta covers its window. The runtime
+// publishes its heap profile as of a completed garbage collection, so each
+// of the two snapshots lags by up to a GC cycle (a fraction of a second on
+// a busy gateway; on an idle one nothing is allocated anyway). And the
+// runtime records one allocation per 512 KiB allocated, on average, and
+// scales it up, so a function's figure is an estimate whose error shrinks
+// with the bytes it allocates; Compare's thresholds are set against that
+// noise.
+//
+// By concern: sampler.go fetches and keeps the deltas (Sampler); verdict.go
+// picks the pair around a burn (Pick) and compares it (Compare).
+package heapdelta
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"burnlab/shared/pproftop"
+)
+
+// The defaults of Config.
+const (
+	// DefaultSeconds is one delta's length: long enough that a busy
+	// gateway's delta holds hundreds of the runtime's allocation samples
+	// (one per 512 KiB), short enough that a pair of deltas fits around
+	// the start of a burn.
+	DefaultSeconds = 10
+	// DefaultEvery starts a delta every 30 s, so the gateway spends a
+	// third of its time with a delta open, and the pager always holds one
+	// that ended less than 30 s before any moment.
+	DefaultEvery = 30 * time.Second
+	// DefaultKeep holds 20 minutes of deltas at DefaultEvery: enough to
+	// reach back before a burn that a fast-burn alert needed minutes to
+	// confirm.
+	DefaultKeep = 40
+	// DefaultMaxBytes bounds the profile read. A gateway's delta is some
+	// tens of KB; 64 MiB is far past any real one and still small enough
+	// that a broken endpoint cannot exhaust the pager's memory.
+	DefaultMaxBytes = 64 << 20
+	// MaxSeconds bounds Seconds well under the gateway admin server's
+	// 2-minute WriteTimeout (shared/service/serve.go): older Go versions
+	// of net/http/pprof refuse a delta longer than the WriteTimeout, and
+	// a delta as long as a burn cannot show a before and an after.
+	MaxSeconds = 60
+)
+
+// RetryAfter is the longest wait after a failed fetch (the wait is
+// min(Every, RetryAfter)): soon enough that a gateway back from a restart
+// is sampled again within seconds, slow enough that a dead one is asked
+// only a dozen times a minute.
+const RetryAfter = 5 * time.Second
+
+// Config says where and how often the Sampler takes its deltas.
+type Config struct {
+	// URL is the allocs endpoint, without the seconds query (e.g.
+	// http://gateway:6060/debug/pprof/allocs). seconds=Seconds is added
+	// to whatever query it already has.
+	URL string
+	// Seconds is the length of one delta (default DefaultSeconds, at most
+	// MaxSeconds).
+	Seconds int
+	// Every is the time between the starts of two deltas (default
+	// DefaultEvery); it must be longer than Seconds, so at most one delta
+	// is open on the gateway at a time.
+	Every time.Duration
+	// Keep is how many deltas are kept, the newest (default DefaultKeep).
+	Keep int
+	// Client fetches the profiles (default a new http.Client).
+	Client *http.Client
+	// Log receives one line per failed fetch.
+	Log zerolog.Logger
+	// Timeout bounds one fetch, the Seconds the gateway waits included
+	// (default Seconds + 15 s); it must be longer than Seconds.
+	Timeout time.Duration
+	// MaxBytes is the largest profile read (default DefaultMaxBytes); a
+	// larger one is an error and is not kept.
+	MaxBytes int64
+}
+
+// withDefaults fills the zero fields of c.
+func (c Config) withDefaults() Config {
+	if c.Seconds == 0 {
+		c.Seconds = DefaultSeconds
+	}
+	if c.Every == 0 {
+		c.Every = DefaultEvery
+	}
+	if c.Keep == 0 {
+		c.Keep = DefaultKeep
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{}
+	}
+	if c.Timeout == 0 {
+		c.Timeout = c.window() + 15*time.Second
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	return c
+}
+
+// window is one delta's length as a duration.
+func (c Config) window() time.Duration { return time.Duration(c.Seconds) * time.Second }
+
+// Validate reports what is wrong with c once its defaults are filled in;
+// New panics on a Config it rejects, so a caller that reads the settings
+// from flags calls it first to report them.
+func (c Config) Validate() error {
+	_, err := c.withDefaults().deltaURL()
+	return err
+}
+
+// deltaURL checks c and returns the URL of one delta: c.URL with
+// seconds=Seconds set in its query.
+func (c Config) deltaURL() (string, error) {
+	switch {
+	case c.Seconds < 1 || c.Seconds > MaxSeconds:
+		return "", fmt.Errorf("heapdelta: seconds %d: want 1 to %d, well under the gateway's 2-minute write timeout", c.Seconds, MaxSeconds)
+	case c.Every <= c.window():
+		return "", fmt.Errorf("heapdelta: every %s: want longer than the delta's %d s, so deltas never overlap", c.Every, c.Seconds)
+	case c.Keep < 1:
+		return "", fmt.Errorf("heapdelta: keep %d: want at least 1 delta", c.Keep)
+	case c.Timeout <= c.window():
+		return "", fmt.Errorf("heapdelta: timeout %s: want longer than the delta's %d s, which the gateway waits before it answers", c.Timeout, c.Seconds)
+	case c.MaxBytes < 1:
+		return "", fmt.Errorf("heapdelta: max bytes %d: want at least 1", c.MaxBytes)
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return "", fmt.Errorf("heapdelta: url %q: %w", c.URL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("heapdelta: url %q: want http(s)://host/debug/pprof/allocs", c.URL)
+	}
+	q := u.Query()
+	q.Set("seconds", strconv.Itoa(c.Seconds))
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// Sample is one delta profile.
+type Sample struct {
+	// From and To are the delta's window: To is when its fetch returned,
+	// From is Seconds before.
+	From, To time.Time
+	// Raw is the profile as served (gzipped protobuf); it is shared by
+	// every copy of the Sample and must not be modified.
+	Raw []byte
+	// Total is the bytes allocated in the window (alloc_space).
+	Total int64
+}
+
+// Sampler takes a delta every Config.Every and keeps the newest
+// Config.Keep of them.
+type Sampler struct {
+	cfg     Config
+	url     string
+	clock   clock
+	results *prometheus.CounterVec
+	seconds prometheus.Histogram
+	// mu guards samples, oldest first, at most cfg.Keep of them.
+	mu      sync.Mutex
+	samples []Sample
+}
+
+// New registers the sampler's metrics on reg and returns it; Run starts
+// it. It panics on a Config that Validate rejects.
+func New(cfg Config, reg prometheus.Registerer) *Sampler {
+	cfg = cfg.withDefaults()
+	u, err := cfg.deltaURL()
+	if err != nil {
+		panic(err)
+	}
+	window := cfg.window().Seconds()
+	s := &Sampler{
+		cfg:   cfg,
+		url:   u,
+		clock: realClock{},
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pager_delta_profiles_total", Help: "Delta heap profiles fetched from the gateway, by result; failed ones are not kept.",
+		}, []string{"result"}),
+		// A delta takes its Seconds by design; the buckets past that show
+		// how long the gateway took to build and send it.
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pager_delta_profile_fetch_seconds",
+			Help:    "Time a successful delta heap profile fetch took, the delta's own seconds included.",
+			Buckets: []float64{window, window + 0.1, window + 0.25, window + 0.5, window + 1, window + 2.5, window + 5, window + 15},
+		}),
+	}
+	reg.MustRegister(s.results, s.seconds)
+	for _, r := range []string{"ok", "error"} {
+		s.results.WithLabelValues(r)
+	}
+	return s
+}
+
+// Run takes a delta at once, then one every Every, until ctx ends. A
+// failed fetch is logged and counted, never kept, and retried after
+// min(Every, RetryAfter).
+func (s *Sampler) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		next := s.clock.Now().Add(s.cfg.Every)
+		if err := s.take(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			next = s.clock.Now().Add(min(s.cfg.Every, RetryAfter))
+		}
+		// A fetch that outlasted Every is followed by the next at once.
+		if wait := next.Sub(s.clock.Now()); wait > 0 && s.clock.Sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// Samples returns a copy of the deltas held, oldest first.
+func (s *Sampler) Samples() []Sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Sample(nil), s.samples...)
+}
+
+// take fetches one delta and keeps it. A fetch cut short because ctx
+// ended is the pager stopping, not the gateway failing: it is neither
+// counted nor logged.
+func (s *Sampler) take(ctx context.Context) error {
+	began := s.clock.Now()
+	sample, err := s.fetch(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.results.WithLabelValues("error").Inc()
+			s.cfg.Log.Warn().Err(err).Msg("delta heap profile failed; retrying")
+		}
+		return err
+	}
+	s.results.WithLabelValues("ok").Inc()
+	s.seconds.Observe(sample.To.Sub(began).Seconds())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.samples) == s.cfg.Keep {
+		copy(s.samples, s.samples[1:])
+		s.samples = s.samples[:len(s.samples)-1]
+	}
+	s.samples = append(s.samples, sample)
+	return nil
+}
+
+// fetch reads one delta and checks that it is one: a profile with
+// alloc_space samples and a duration. The cumulative profile Go serves
+// when the seconds query is lost (by a proxy, say) has no duration, and
+// taken for a delta it would show everything ever allocated as a change.
+func (s *Sampler) fetch(ctx context.Context) (Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return Sample{}, fmt.Errorf("heapdelta: %w", err)
+	}
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return Sample{}, fmt.Errorf("fetching %s: %w", s.url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return Sample{}, fmt.Errorf("fetching %s: %s: %s", s.url, resp.Status, bytes.TrimSpace(body))
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, s.cfg.MaxBytes+1))
+	if err != nil {
+		return Sample{}, fmt.Errorf("reading %s: %w", s.url, err)
+	}
+	if int64(len(raw)) > s.cfg.MaxBytes {
+		return Sample{}, fmt.Errorf("reading %s: profile larger than %d bytes (MaxBytes)", s.url, s.cfg.MaxBytes)
+	}
+	to := s.clock.Now()
+	p, err := pproftop.Parse(bytes.NewReader(raw))
+	if err != nil {
+		return Sample{}, fmt.Errorf("reading %s: %w", s.url, err)
+	}
+	if p.DurationNanos <= 0 {
+		return Sample{}, fmt.Errorf("reading %s: %w", s.url, errNotDelta)
+	}
+	_, total, err := pproftop.Top(p, "alloc_space", 0)
+	if err != nil {
+		return Sample{}, fmt.Errorf("reading %s: %w", s.url, err)
+	}
+	return Sample{From: to.Add(-s.cfg.window()), To: to, Raw: raw, Total: total}, nil
+}
+
+// errNotDelta is a profile served without a duration, as Go serves a
+// cumulative one.
+var errNotDelta = errors.New("a profile without a duration, not a delta: check that the URL is net/http/pprof's allocs endpoint, reached by no proxy that drops its seconds query")
+
+// clock is the time the deltas are stamped and spaced in; a test's is a
+// fake one it moves on.
+type clock interface {
+	Now() time.Time
+	// Sleep waits d (more than 0), or until ctx ends: then it returns
+	// ctx's error.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

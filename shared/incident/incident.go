@@ -37,6 +37,9 @@ const (
 	// Superseded ends an incident whose alert Alertmanager sent again
 	// with a later start (By), the earlier start's resolve never sent.
 	Superseded = "superseded"
+	// FactsRead is the page's facts, read when it fired (Facts); Note
+	// says them in one line.
+	FactsRead = "facts"
 )
 
 // Event is one entry of an incident's timeline: what happened, as data.
@@ -52,6 +55,8 @@ type Event struct {
 	Error string    `json:"error,omitempty"`
 	// By is the incident that superseded this one.
 	By string `json:"by,omitempty"`
+	// Note is the facts' line (Facts.Summary) of a FactsRead event.
+	Note string `json:"note,omitempty"`
 }
 
 // What is the event in words, as the pager's pages and the Grafana plugin
@@ -78,6 +83,8 @@ func (e Event) What() string {
 		return what + " captured"
 	case Superseded:
 		return "RESOLVED: Alertmanager sent the alert again with a later start, incident " + e.By
+	case FactsRead:
+		return e.Note
 	}
 	return e.Kind
 }
@@ -115,6 +122,10 @@ type Incident struct {
 	// After is the profile taken from the same source once the page
 	// resolved: the other side of the before/after comparison.
 	After *Profile `json:"after_profile,omitempty"`
+	// Facts are what the pager read when the page fired: the burn of each
+	// window pair, the budget, the slowest requests and the change in the
+	// heap (facts.go).
+	Facts *Facts `json:"facts,omitempty"`
 	// URL is the incident's page in the pager's web UI, absolute with the
 	// pager's -external-url.
 	URL string `json:"url,omitempty"`

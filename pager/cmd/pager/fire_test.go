@@ -58,7 +58,7 @@ func (p *pagerProc) start() error {
 		return err
 	}
 	defer logs.Close() // the child has its own copy
-	cmd := exec.Command(p.bin, "-listen", p.addr, "-data", p.data, "-profile-url", "", "-log-level", "warn")
+	cmd := exec.Command(p.bin, "-listen", p.addr, "-data", p.data, "-profile-url", "", "-prometheus-url", "", "-log-level", "warn")
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		p.mu.Unlock()

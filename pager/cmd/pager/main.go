@@ -1,18 +1,25 @@
 // Command pager is burnlab's on-call: an Alertmanager webhook receiver that
 // logs PAGE / TICKET / RESOLVED, keeps every notification durably, serves
 // the incidents with their timelines, captures the gateway's heap profile
-// when a page fires and again once it resolves, and shows it all as web
-// pages with pprof's own UI.
+// when a page fires and again once it resolves, reads a new page's facts
+// (its burn, budget and slowest requests from Prometheus, and what changed
+// in the heap, from delta profiles it samples all along), and shows it all
+// as web pages with pprof's own UI.
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
+	"burnlab/pager/internal/heapdelta"
+	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
 	"burnlab/pager/internal/web"
 	"burnlab/pager/internal/webhook"
@@ -29,6 +36,10 @@ var envs = map[string]string{
 	"max-resolved":        "PAGER_MAX_RESOLVED",
 	"token":               "PAGER_TOKEN",
 	"external-url":        "PAGER_EXTERNAL_URL",
+	"prometheus-url":      "PAGER_PROMETHEUS_URL",
+	"delta-seconds":       "PAGER_DELTA_SECONDS",
+	"delta-every":         "PAGER_DELTA_EVERY",
+	"delta-keep":          "PAGER_DELTA_KEEP",
 	"log-level":           "LOG_LEVEL",
 }
 
@@ -50,6 +61,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	maxResolved := fs.Int("max-resolved", store.DefaultMaxResolved, "how many resolved incidents are kept at most, the newest: what a restart reads stays bounded")
 	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
 	externalURL := fs.String("external-url", "http://127.0.0.1:5001", "the pager's base URL as a browser reaches it: the incidents' links in the API and the log lines")
+	prometheusURL := fs.String("prometheus-url", "http://prometheus:9090", "Prometheus to read a new page's burn, budget and slowest requests from, and its burn chart ('' to disable)")
+	deltaSeconds := fs.Int("delta-seconds", heapdelta.DefaultSeconds, "length of each delta heap profile taken from -profile-url (?seconds=), "+
+		"so a page can compare the gateway's allocation before and during its burn")
+	deltaEvery := fs.Duration("delta-every", heapdelta.DefaultEvery, "time between the starts of two delta heap profiles: longer than -delta-seconds")
+	deltaKeep := fs.Int("delta-keep", heapdelta.DefaultKeep, "delta heap profiles kept, the newest: with -delta-every, how far back before a burn the pager can look")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	service.Usage(fs, envs, "pager: an Alertmanager webhook receiver for burnlab's on-call\n\nFlags:\n")
 	if err := service.Parse(fs, args, envs); err != nil {
@@ -64,6 +80,23 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *retention <= 0 || *maxResolved < 1 {
 		return fmt.Errorf("-retention %s and -max-resolved %d: want a time and a number above 0", *retention, *maxResolved)
+	}
+	// The delta settings are checked even without -profile-url, so a bad
+	// one is found before it is turned on. heapdelta takes 0 for its
+	// default; a flag of 0 is a mistake, not a wish for the default.
+	deltas := heapdelta.Config{URL: cmp.Or(*profileURL, "http://gateway:6060/debug/pprof/allocs"), Seconds: *deltaSeconds, Every: *deltaEvery, Keep: *deltaKeep, Log: log}
+	err = deltas.Validate()
+	if *deltaSeconds < 1 || *deltaEvery <= 0 || *deltaKeep < 1 {
+		err = errors.New("want -delta-seconds and -delta-keep of 1 or more, and a -delta-every above 0")
+	}
+	if err != nil {
+		return fmt.Errorf("-profile-url %q, -delta-seconds %d, -delta-every %s, -delta-keep %d: %w", *profileURL, *deltaSeconds, *deltaEvery, *deltaKeep, err)
+	}
+	var prom *promfacts.Client
+	if *prometheusURL != "" {
+		if prom, err = promfacts.New(*prometheusURL, nil); err != nil {
+			return fmt.Errorf("-prometheus-url: %w", err)
+		}
 	}
 	compacted := func(c store.Compaction) {
 		ev := log.Info()
@@ -87,11 +120,23 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		compacted(c)
 	}
 	log.Info().Str("data", *data).Int("incidents", st.Len()).Str("profile_url", *profileURL).
-		Dur("profile_window", *profileWindow).Int("profile_concurrency", *profileConcurrency).Msg("starting")
+		Dur("profile_window", *profileWindow).Int("profile_concurrency", *profileConcurrency).
+		Str("prometheus_url", *prometheusURL).Int("delta_seconds", *deltaSeconds).Dur("delta_every", *deltaEvery).Msg("starting")
 	reg := service.NewRegistry()
-	h := webhook.New(webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, ExternalURL: *externalURL,
-		ProfileWindow: *profileWindow, MaxFetches: *profileConcurrency}, reg)
-	ui, err := web.New(web.Config{Store: st, Log: log})
+	cfg := webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, ExternalURL: *externalURL,
+		ProfileWindow: *profileWindow, MaxFetches: *profileConcurrency, Prometheus: prom}
+	// The sampler runs while the server does, and is stopped and waited
+	// for before run returns: a delta open on the gateway is cut short.
+	samplerCtx, stopSampler := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	defer func() { stopSampler(); sampling.Wait() }()
+	if *profileURL != "" {
+		sampler := heapdelta.New(deltas, reg)
+		cfg.Deltas = sampler
+		sampling.Go(func() { sampler.Run(samplerCtx) })
+	}
+	h := webhook.New(cfg, reg)
+	ui, err := web.New(web.Config{Store: st, Log: log, Prometheus: prom})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -16,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // Nothing acknowledged is lost across kill -9: the real binary, killed
@@ -28,7 +32,7 @@ func TestAcknowledgedNotificationsSurviveKill9(t *testing.T) {
 	data := t.TempDir()
 	addr := freeAddr(t)
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "-listen", addr, "-data", data, "-profile-url", "", "-log-level", "warn")
+		cmd := exec.Command(bin, "-listen", addr, "-data", data, "-profile-url", "", "-prometheus-url", "", "-log-level", "warn")
 		cmd.Stderr = io.Discard
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -86,10 +90,54 @@ func TestListensOnLoopbackByDefault(t *testing.T) {
 
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"-log-level", "x"}, {"stray"}, {"-data", "/proc/no/such/dir"},
-		{"-profile-window", "-1s"}, {"-profile-concurrency", "0"}, {"-retention", "0s"}, {"-max-resolved", "0"}} {
+		{"-profile-window", "-1s"}, {"-profile-concurrency", "0"}, {"-retention", "0s"}, {"-max-resolved", "0"},
+		{"-delta-seconds", "0"}, {"-delta-seconds", "61"}, {"-delta-every", "10s"}, {"-delta-keep", "0"},
+		{"-profile-url", "ftp://gateway/allocs"}, {"-prometheus-url", "prometheus:9090"}} {
 		if err := run(t.Context(), args, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)
 		}
+	}
+}
+
+// The delta heap sampler runs while the pager does, on -profile-url with
+// -delta-seconds, and stops with it: run returns with none of its
+// goroutines left, a delta in flight cut short.
+func TestTheDeltaSamplerStopsWithThePager(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	asked := make(chan string, 1)
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- r.URL.Path + "?" + r.URL.RawQuery:
+		default:
+		}
+		<-r.Context().Done() // the delta's seconds, never over
+	}))
+	defer gateway.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-listen", freeAddr(t), "-data", t.TempDir(), "-profile-url", gateway.URL + "/debug/pprof/allocs",
+			"-prometheus-url", "", "-delta-seconds", "5", "-log-level", "error"}, io.Discard)
+	}()
+	select {
+	case got := <-asked:
+		if got != "/debug/pprof/allocs?seconds=5" {
+			t.Errorf("the sampler asked %s, want /debug/pprof/allocs?seconds=5", got)
+		}
+	case err := <-done:
+		t.Fatalf("run returned before the sampler asked for a delta: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delta asked for in 10 s")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return in 15 s of its context's end")
 	}
 }
 

@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"burnlab/shared/incident"
 )
 
 // Retention: a resolved incident is kept DefaultRetention after its last
@@ -187,12 +185,10 @@ func (s *Store) compact() Compaction {
 		for _, key := range e.keys {
 			delete(s.seen, key)
 		}
-		for _, p := range []*string{fileOf(e.inc.Profile), fileOf(e.inc.After)} {
-			if p != nil {
-				s.share(*p, -1)
-				if s.shares[*p] == 0 {
-					gone = append(gone, *p)
-				}
+		for _, file := range files(&e.inc) {
+			s.share(file, -1)
+			if s.shares[file] == 0 {
+				gone = append(gone, file)
 			}
 		}
 	}
@@ -255,13 +251,6 @@ func (s *Store) writeSnapshot(drop map[*entry]bool) (*os.File, int64, error) {
 		return fail(err)
 	}
 	return f, n, nil
-}
-
-func fileOf(p *incident.Profile) *string {
-	if p == nil || p.File == "" {
-		return nil
-	}
-	return &p.File
 }
 
 // sweep removes the profile files no incident names: those of incidents a

@@ -42,7 +42,8 @@ type Alert struct {
 
 // Record is one line of the journal: a notification of one alert, the
 // profile captured for an incident when it paged, the one captured after
-// it resolved, or a snapshot of a whole incident, as compaction writes it.
+// it resolved, the facts read when it paged, or a snapshot of a whole
+// incident, as compaction writes it.
 type Record struct {
 	Type     Kind              `json:"type"`
 	At       time.Time         `json:"at"`
@@ -50,6 +51,8 @@ type Record struct {
 	Alert    *Alert            `json:"alert,omitempty"`
 	Incident string            `json:"incident,omitempty"`
 	Profile  *incident.Profile `json:"profile,omitempty"`
+	// Facts are a page's facts, read when it fired.
+	Facts *incident.Facts `json:"facts,omitempty"`
 	// Severity is a notification's alert's when it has no severity label:
 	// that of the webhook it came to (AddNotification).
 	Severity string `json:"severity,omitempty"`
@@ -399,6 +402,8 @@ const (
 	// it fired and after it resolved.
 	KindProfile      Kind = "profile"
 	KindProfileAfter Kind = "profile_after"
+	// KindFacts is the facts read when a page fired (incident.Facts).
+	KindFacts Kind = "facts"
 	// KindHeard is a re-sent notification of an incident a compaction
 	// kept as a snapshot: heard again, nothing new.
 	KindHeard Kind = "heard"
@@ -417,9 +422,19 @@ func (s *Store) AddAfterProfile(id string, p incident.Profile, now time.Time) er
 }
 
 func (s *Store) addProfile(typ Kind, id string, p incident.Profile, now time.Time) error {
+	return s.add1(Record{Type: typ, At: now, Incident: id, Profile: &p})
+}
+
+// AddFacts records the facts read for an incident when it paged; the
+// delta profiles they name are saved (SaveProfile) before.
+func (s *Store) AddFacts(id string, f incident.Facts, now time.Time) error {
+	return s.add1(Record{Type: KindFacts, At: now, Incident: id, Facts: &f})
+}
+
+// add1 appends one record, fsynced, and applies it.
+func (s *Store) add1(r Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := Record{Type: typ, At: now, Incident: id, Profile: &p}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -518,6 +533,20 @@ func (s *Store) apply(r Record) {
 			ev.Top = &p.Top[0]
 		}
 		inc.Timeline = append(inc.Timeline, ev)
+	case KindFacts:
+		e := s.incidents[r.Incident]
+		if e == nil || r.Facts == nil {
+			return
+		}
+		for _, file := range heapFiles(e.inc.Facts) {
+			s.share(file, -1)
+		}
+		f := *r.Facts
+		e.inc.Facts = &f
+		for _, file := range heapFiles(&f) {
+			s.share(file, 1)
+		}
+		e.inc.Timeline = append(e.inc.Timeline, incident.Event{At: r.At, Kind: incident.FactsRead, Note: f.Summary()})
 	case KindHeard:
 		if e := s.incidents[r.Incident]; e != nil && r.At.After(e.heard) {
 			e.heard = r.At
@@ -536,10 +565,8 @@ func (s *Store) apply(r Record) {
 				e.keys = append(e.keys, key)
 			}
 		}
-		for _, p := range []*incident.Profile{e.inc.Profile, e.inc.After} {
-			if p != nil {
-				s.share(p.File, 1)
-			}
+		for _, file := range files(&e.inc) {
+			s.share(file, 1)
 		}
 		s.supersede(e)
 	}
@@ -597,6 +624,32 @@ func fingerprintOf(id string) string {
 	return id
 }
 
+// files are the profile files an incident names: its page-time and after
+// profiles', and its facts' delta profiles.
+func files(inc *incident.Incident) []string {
+	var out []string
+	for _, p := range []*incident.Profile{inc.Profile, inc.After} {
+		if p != nil && p.File != "" {
+			out = append(out, p.File)
+		}
+	}
+	return append(out, heapFiles(inc.Facts)...)
+}
+
+// heapFiles are the delta profiles facts name.
+func heapFiles(f *incident.Facts) []string {
+	if f == nil || f.Heap == nil {
+		return nil
+	}
+	var out []string
+	for _, file := range []string{f.Heap.BeforeFile, f.Heap.DuringFile} {
+		if file != "" {
+			out = append(out, file)
+		}
+	}
+	return out
+}
+
 // share counts one incident more (n 1) or fewer (-1) using a profile file.
 func (s *Store) share(file string, n int) {
 	if file == "" {
@@ -608,7 +661,7 @@ func (s *Store) share(file string, n int) {
 }
 
 // Shares is how many incidents use the profile file: as their page-time
-// profile or the one after the resolve.
+// profile, the one after the resolve, or a delta profile of their facts.
 func (s *Store) Shares(file string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

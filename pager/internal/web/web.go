@@ -1,7 +1,9 @@
 // Package web is the page the person who got paged opens: the pager's
-// incidents, each with its timeline and the gateway's heap profile taken
-// when it paged, shown in pprof's own web UI, and once resolved the
-// difference to a profile taken after. Server-rendered with html/template
+// incidents, each with the facts read when it paged (the burn of each
+// window pair, a chart of the burn read from Prometheus, the budget, the
+// slowest requests, what changed in the heap), its timeline and the
+// gateway's heap profile taken when it paged, shown in pprof's own web UI,
+// and once resolved the difference to a profile taken after. Server-rendered with html/template
 // (everything that came in a payload is escaped), no script of its own and
 // nothing fetched from elsewhere, so it works offline; every route is a
 // GET.
@@ -9,9 +11,12 @@ package web
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -21,10 +26,14 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"burnlab/pager/internal/burnchart"
+	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
+	"burnlab/shared/slo"
 )
 
 //go:embed templates/*.html
@@ -40,6 +49,12 @@ type Config struct {
 	// Refresh is how often a page with a firing incident reloads itself;
 	// default 10 s.
 	Refresh time.Duration
+	// Prometheus is where an incident's burn chart is read, at each
+	// render; nil draws none, and the page says so.
+	Prometheus *promfacts.Client
+	// ChartTimeout bounds the chart's queries, so a slow Prometheus
+	// costs the page a note, not its answer; default 5 s.
+	ChartTimeout time.Duration
 }
 
 // Handler serves the web UI.
@@ -59,11 +74,18 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = 10 * time.Second
 	}
+	if cfg.ChartTimeout <= 0 {
+		cfg.ChartTimeout = 5 * time.Second
+	}
 	tmpl, err := template.New("").Funcs(template.FuncMap{
 		"bytes":    formatBytes,
 		"when":     formatTime,
 		"quote":    regexp.QuoteMeta,
 		"duration": formatDuration,
+		"burn":     incident.Burn,
+		"num":      incident.Number,
+		"rate":     formatRate,
+		"clock":    func(t time.Time) string { return t.UTC().Format("15:04:05") },
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
@@ -74,8 +96,9 @@ func New(cfg Config) (*Handler, error) {
 	// Allow header, so nothing here can be made to write.
 	h.mux.HandleFunc("GET /{$}", h.index)
 	h.mux.HandleFunc("GET /incidents/{id}", h.incident)
-	h.mux.HandleFunc("GET /incidents/{id}/pprof/{view...}", h.pprof(false))
-	h.mux.HandleFunc("GET /incidents/{id}/diff/{view...}", h.pprof(true))
+	for _, k := range pprofKinds {
+		h.mux.HandleFunc("GET /incidents/{id}/"+k.route+"/{view...}", h.pprof(k))
+	}
 	h.mux.HandleFunc("GET /slo/{slo}", h.slo)
 	h.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, "There is no page "+r.URL.Path+".")
@@ -142,6 +165,11 @@ type incidentPage struct {
 	// and the after profile's file, this one included: pages close
 	// together share one fetch from the gateway.
 	Shared, AfterShared int
+	// Chart is the burn chart, or ChartNote why there is none.
+	Chart     template.HTML
+	ChartNote string
+	// NoPrometheus is whether the pager runs without -prometheus-url.
+	NoPrometheus bool
 }
 
 type kv struct{ Key, Value string }
@@ -176,7 +204,78 @@ func (h *Handler) incident(w http.ResponseWriter, r *http.Request) {
 	if inc.Status == "firing" || (inc.Status == "resolved" && inc.Profile != nil && inc.Profile.File != "" && inc.After == nil) {
 		p.Refresh = int(h.cfg.Refresh.Seconds())
 	}
+	p.NoPrometheus = h.cfg.Prometheus == nil
+	p.Chart, p.ChartNote = h.chart(r.Context(), inc)
 	h.render(w, http.StatusOK, "incident.html", p)
+}
+
+// chart draws the burn of the incident's pair (the one its facts were
+// read over, or without facts the slowest of its burn_windows) from
+// twice its long window before the alert started to its resolve, or now,
+// read from Prometheus at each render: the page shows the burn going on
+// while it fires. Any failure is a note in its place.
+func (h *Handler) chart(ctx context.Context, inc incident.Incident) (template.HTML, string) {
+	if h.cfg.Prometheus == nil {
+		return "", "The pager runs without -prometheus-url: no burn chart."
+	}
+	pair, fired, note := chartPair(inc)
+	if note != "" {
+		return "", note
+	}
+	id := inc.Labels[promfacts.SlothIDLabel]
+	if id == "" {
+		return "", "No burn chart: the alert has no " + promfacts.SlothIDLabel + " label to read its SLO's burn by."
+	}
+	now := time.Now()
+	from, to := inc.StartsAt.Add(-2*pair.Long), now
+	if inc.EndsAt != nil && !inc.EndsAt.IsZero() {
+		// A little past the resolve, to show the burn falling.
+		if end := inc.EndsAt.Add(max(inc.EndsAt.Sub(from)/10, 30*time.Second)); end.Before(now) {
+			to = end
+		}
+	}
+	if !from.Before(to) {
+		return "", "The alert started in the future of the pager's clock: no burn chart."
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.ChartTimeout)
+	defer cancel()
+	short, long, err := h.cfg.Prometheus.Burn(ctx, id, pair, from, to)
+	if err != nil {
+		h.cfg.Log.Warn().Err(err).Str("incident", inc.ID).Msg("no burn chart: Prometheus could not be read")
+		return "", "No burn chart: Prometheus at " + h.cfg.Prometheus.URL() + " could not be read (" + err.Error() + ")."
+	}
+	label := "over " + incident.Number(pair.Factor) + "x"
+	if !fired {
+		label += " (no pair was over its factor)"
+	}
+	c := burnchart.Chart{Short: short, Long: long, Threshold: pair.Factor, ThresholdLabel: label,
+		Fired: inc.StartsAt, From: from, To: to, Title: "Burn rate of " + cmp.Or(inc.SLO, inc.AlertName) + ", " + pair.String()}
+	if inc.EndsAt != nil {
+		c.Resolved = *inc.EndsAt
+	}
+	svg, err := c.SVG()
+	if err != nil {
+		h.cfg.Log.Error().Err(err).Str("incident", inc.ID).Msg("could not draw the burn chart")
+		return "", "Could not draw the burn chart: " + err.Error() + "."
+	}
+	return svg, ""
+}
+
+// chartPair is the window pair an incident's chart draws, whether it
+// fired, or a note why there is none.
+func chartPair(inc incident.Incident) (slo.Pair, bool, string) {
+	if pb, ok := inc.Facts.Chosen(); ok {
+		s, err1 := model.ParseDuration(pb.Short)
+		l, err2 := model.ParseDuration(pb.Long)
+		if err1 == nil && err2 == nil && s > 0 && l > 0 {
+			return slo.Pair{Short: time.Duration(s), Long: time.Duration(l), Factor: pb.Factor}, pb.Fired, ""
+		}
+	}
+	pairs, err := promfacts.AlertOf(inc.Labels, inc.Annotations, inc.StartsAt).Pairs()
+	if err != nil {
+		return slo.Pair{}, false, "No burn chart: " + err.Error() + "."
+	}
+	return pairs[promfacts.Choose(pairs, nil)], false, ""
 }
 
 // slo is the link in the page alert's annotations: Prometheus cannot know
@@ -195,21 +294,56 @@ func (h *Handler) slo(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/incidents/"+newest.Incidents[0].ID, http.StatusFound)
 }
 
-// pprof serves pprof's web UI for an incident: its page-time profile, or
-// with diff the after profile against it (-diff_base).
-func (h *Handler) pprof(diff bool) http.HandlerFunc {
+// A pprofKind is one of an incident's pprof UIs, under
+// /incidents/{id}/<route>/: one profile, or one against a base
+// (-diff_base).
+type pprofKind struct {
+	route string
+	// name and baseName are the profiles' names in pprof's UI.
+	name, baseName string
+	// files returns the profile shown and its base ("" for none), or
+	// why the incident has no such view.
+	files func(inc incident.Incident) (profile, base, missing string)
+}
+
+// pprofKinds: the page-time profile, the one after the resolve against
+// it, and the delta during the burn against the one before it.
+var pprofKinds = []pprofKind{
+	{"pprof", "page", "", func(inc incident.Incident) (string, string, string) {
+		if inc.Profile == nil || inc.Profile.File == "" {
+			return "", "", "has no page-time profile"
+		}
+		return inc.Profile.File, "", ""
+	}},
+	{"diff", "after", "page", func(inc incident.Incident) (string, string, string) {
+		switch {
+		case inc.Profile == nil || inc.Profile.File == "":
+			return "", "", "has no page-time profile"
+		case inc.After == nil || inc.After.File == "":
+			return "", "", "has no profile taken after it resolved (yet)"
+		}
+		return inc.After.File, inc.Profile.File, ""
+	}},
+	{"delta", "during", "before", func(inc incident.Incident) (string, string, string) {
+		if inc.Facts == nil || inc.Facts.Heap == nil || inc.Facts.Heap.BeforeFile == "" || inc.Facts.Heap.DuringFile == "" {
+			return "", "", "has no delta heap profiles from before and during its burn"
+		}
+		return inc.Facts.Heap.DuringFile, inc.Facts.Heap.BeforeFile, ""
+	}},
+}
+
+// pprof serves one kind of pprof's web UI for an incident.
+func (h *Handler) pprof(k pprofKind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		inc, ok := h.cfg.Store.Incident(id)
-		switch {
-		case !ok:
+		if !ok {
 			h.notFound(w, "There is no incident "+id+".")
 			return
-		case inc.Profile == nil || inc.Profile.File == "":
-			h.notFound(w, "Incident "+id+" has no page-time profile.")
-			return
-		case diff && (inc.After == nil || inc.After.File == ""):
-			h.notFound(w, "Incident "+id+" has no profile taken after it resolved (yet).")
+		}
+		file, base, missing := k.files(inc)
+		if missing != "" {
+			h.notFound(w, "Incident "+id+" "+missing+".")
 			return
 		}
 		view := "/" + r.PathValue("view")
@@ -217,11 +351,11 @@ func (h *Handler) pprof(diff bool) http.HandlerFunc {
 			h.notFound(w, "pprof's "+view+" view is not served by the pager.")
 			return
 		}
-		key, args := "pprof "+inc.Profile.File, []string{"page"}
-		files := map[string]string{"page": inc.Profile.File}
-		if diff {
-			key, args = "diff "+inc.Profile.File+" "+inc.After.File, []string{"-diff_base=page", "after"}
-			files["after"] = inc.After.File
+		key, args := k.route+" "+file, []string{k.name}
+		files := map[string]string{k.name: file}
+		if base != "" {
+			key, args = k.route+" "+base+" "+file, []string{"-diff_base=" + k.baseName, k.name}
+			files[k.baseName] = base
 		}
 		handlers, err := h.views.get(r.Context(), key, func() (map[string]http.Handler, error) {
 			profiles := map[string]*profile.Profile{}
@@ -317,6 +451,20 @@ func formatTime(t any) string {
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	}
 	return fmt.Sprint(t)
+}
+
+// formatRate is bytes per second in decimal units, as heapdelta's
+// verdicts write them: "1.2 MB/s".
+func formatRate(v float64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB"}
+	i := 0
+	for ; math.Abs(v) >= 999.95 && i < len(units)-1; i++ {
+		v /= 1000
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f B/s", v)
+	}
+	return fmt.Sprintf("%.1f %s/s", v, units[i])
 }
 
 func formatDuration(from time.Time, to *time.Time) string {

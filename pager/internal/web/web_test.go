@@ -31,11 +31,18 @@ type ui struct {
 
 func newUI(t *testing.T, maxViews int) *ui {
 	t.Helper()
+	return newUIWith(t, Config{MaxViews: maxViews})
+}
+
+// newUIWith is a UI of cfg, with a store of its own.
+func newUIWith(t *testing.T, cfg Config) *ui {
+	t.Helper()
 	st, err := store.Open(t.TempDir(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Config{Store: st, Log: zerolog.New(io.Discard), MaxViews: maxViews})
+	cfg.Store, cfg.Log = st, zerolog.New(io.Discard)
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

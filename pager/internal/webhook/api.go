@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 
@@ -75,25 +74,53 @@ func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {
 // getProfile serves the stored pprof profile of an incident, for
 // `go tool pprof` and the Grafana plugin's flame graph.
 func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	inc, ok := h.cfg.Store.Incident(id)
-	if !ok || inc.Profile == nil || inc.Profile.File == "" {
-		fail(w, http.StatusNotFound, "no profile for incident "+id)
+	h.serveProfile(w, r, "profile", func(inc incident.Incident) string {
+		if inc.Profile == nil {
+			return ""
+		}
+		return inc.Profile.File
+	})
+}
+
+// getDelta serves one of the two delta heap profiles an incident's facts
+// compare: "before" the burn or "during" it.
+func (h *Handler) getDelta(w http.ResponseWriter, r *http.Request) {
+	which := r.PathValue("which")
+	if which != "before" && which != "during" {
+		fail(w, http.StatusNotFound, "no delta profile "+which+": want before or during")
 		return
 	}
-	f, fi, err := h.openProfile(inc.Profile.File)
+	h.serveProfile(w, r, which+" delta profile", func(inc incident.Incident) string {
+		if inc.Facts == nil || inc.Facts.Heap == nil {
+			return ""
+		}
+		if which == "before" {
+			return inc.Facts.Heap.BeforeFile
+		}
+		return inc.Facts.Heap.DuringFile
+	})
+}
+
+// serveProfile serves the profile file of the incident that file names:
+// see store.OpenProfile for why the journal's file name is not trusted.
+func (h *Handler) serveProfile(w http.ResponseWriter, r *http.Request, what string, file func(incident.Incident) string) {
+	id := r.PathValue("id")
+	inc, ok := h.cfg.Store.Incident(id)
+	name := ""
+	if ok {
+		name = file(inc)
+	}
+	if name == "" {
+		fail(w, http.StatusNotFound, "no "+what+" for incident "+id)
+		return
+	}
+	f, fi, err := h.cfg.Store.OpenProfile(name)
 	if err != nil {
-		h.cfg.Log.Warn().Err(err).Str("incident", id).Msg("not serving the incident's profile")
-		fail(w, http.StatusNotFound, "no profile for incident "+id)
+		h.cfg.Log.Warn().Err(err).Str("incident", id).Str("what", what).Msg("not serving the incident's profile")
+		fail(w, http.StatusNotFound, "no "+what+" for incident "+id)
 		return
 	}
 	defer f.Close()
 	w.Header().Set("Content-Type", "application/octet-stream")
 	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
-}
-
-// openProfile opens an incident's profile file: see store.OpenProfile for
-// why the journal's file name is not trusted.
-func (h *Handler) openProfile(file string) (*os.File, os.FileInfo, error) {
-	return h.cfg.Store.OpenProfile(file)
 }

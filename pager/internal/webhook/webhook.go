@@ -4,12 +4,14 @@
 // profile so the page arrives with the answer; once the page resolves it
 // captures a second one from the same source, the "after" of a before/after
 // comparison. Pages and resolves close together share one fetch (see
-// shot), so an alert storm does not load the gateway it diagnoses.
+// shot), so an alert storm does not load the gateway it diagnoses. A new
+// page also gets its facts: the burn, the budget and the slowest requests
+// read from Prometheus, and what changed in the heap.
 //
 // By concern: webhook.go receives and validates notifications and stores
 // them; capture.go takes the profiles (shots, their windows and fetches);
-// api.go serves the incidents API and the profile files. Durable writes
-// are the store's (package store).
+// facts.go reads a page's facts; api.go serves the incidents API and the
+// profile files. Durable writes are the store's (package store).
 package webhook
 
 import (
@@ -27,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
 	"burnlab/shared/openai"
 )
@@ -91,6 +94,15 @@ type Config struct {
 	// (no trailing slash); with it the API and the log lines carry each
 	// incident's page.
 	ExternalURL string
+	// Prometheus is where a new page's facts are read (facts.go); nil
+	// reads none from it, and the facts say so.
+	Prometheus *promfacts.Client
+	// Deltas holds the gateway's delta heap profiles, which a new page's
+	// facts compare; nil compares none.
+	Deltas Deltas
+	// FactsTimeout bounds the Prometheus reads of one page's facts;
+	// default DefaultFactsTimeout.
+	FactsTimeout time.Duration
 }
 
 // Handler serves the webhook endpoints and the incidents API.
@@ -139,6 +151,9 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 	if cfg.MaxFetches <= 0 {
 		cfg.MaxFetches = DefaultMaxFetches
 	}
+	if cfg.FactsTimeout <= 0 {
+		cfg.FactsTimeout = DefaultFactsTimeout
+	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
@@ -181,6 +196,7 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 	h.mux.HandleFunc("GET /api/incidents", h.listIncidents)
 	h.mux.HandleFunc("GET /api/incidents/{id}", h.getIncident)
 	h.mux.HandleFunc("GET /api/incidents/{id}/profile", h.getProfile)
+	h.mux.HandleFunc("GET /api/incidents/{id}/delta/{which}", h.getDelta)
 	return h
 }
 
@@ -345,7 +361,7 @@ func severityLabel(severity string) string {
 }
 
 // announce is the on-call's line: PAGE, TICKET or RESOLVED; then it starts
-// the alert's capture.
+// the alert's capture and, for a new page, the reading of its facts.
 func (h *Handler) announce(a store.Accepted, c capture) {
 	severity := a.Severity
 	h.notifications.WithLabelValues(severityLabel(severity), a.Alert.Status).Inc()
@@ -374,6 +390,9 @@ func (h *Handler) announce(a store.Accepted, c capture) {
 			}()
 			h.record(a, "page", c.shot)
 		})
+	}
+	if a.NewPage && (h.cfg.Prometheus != nil || h.cfg.Deltas != nil) {
+		h.captures.Go(func() { h.readFacts(a) })
 	}
 	if c.after {
 		h.captures.Go(func() {

@@ -1,0 +1,100 @@
+package webhook
+
+import (
+	"context"
+	"path"
+	"time"
+
+	"burnlab/pager/internal/heapdelta"
+	"burnlab/pager/internal/promfacts"
+	"burnlab/pager/internal/store"
+	"burnlab/shared/incident"
+)
+
+// DefaultFactsTimeout bounds the reads of one page's facts: Prometheus
+// answers these instant queries in milliseconds, so one that has not
+// answered in 10 s is down or overloaded, and the page is better served by
+// saying so than by waiting.
+const DefaultFactsTimeout = 10 * time.Second
+
+// Deltas is where the gateway's delta heap profiles are held:
+// heapdelta.Sampler.
+type Deltas interface {
+	Samples() []heapdelta.Sample
+}
+
+// readFacts reads a new page's facts (incident.Facts) and journals them.
+// It runs beside the webhook, tracked by h.captures: a slow or dead
+// Prometheus never delays the page, and Close waits for it (or, past its
+// context, cancels its queries).
+func (h *Handler) readFacts(a store.Accepted) {
+	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
+	f := h.cfg.Prometheus.Facts(ctx, promfacts.AlertOf(a.Alert.Labels, a.Alert.Annotations, a.Alert.StartsAt))
+	cancel()
+	f.Heap = h.heapChange(a, f.BurnFrom)
+	if f.Heap.Error != "" {
+		f.Errors = append(f.Errors, "the heap: "+f.Heap.Error)
+	}
+	f.TakenAt = time.Now()
+	if err := h.cfg.Store.AddFacts(a.Incident, f, f.TakenAt); err != nil {
+		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store the facts record")
+		return
+	}
+	ev := h.cfg.Log.Warn()
+	if len(f.Errors) > 0 {
+		ev = ev.Strs("not_read", f.Errors)
+	}
+	ev.Str("incident", a.Incident).Str("facts", f.Summary()).Msg("FACTS at page time")
+}
+
+// heapChange compares the delta heap profile taken before the burn with
+// one taken during it: the burn window runs from burnFrom (the alert's
+// start less the long window of the pair the facts are read over) to the
+// alert's start. The two deltas are saved beside the page's profile, so
+// pprof's UI can show their difference.
+func (h *Handler) heapChange(a store.Accepted, burnFrom time.Time) *incident.HeapChange {
+	if h.cfg.Deltas == nil {
+		return &incident.HeapChange{Error: "the pager runs without -profile-url: no delta heap profiles to compare"}
+	}
+	if burnFrom.IsZero() {
+		return &incident.HeapChange{Error: "no window pair, so no burn window to compare the heap over"}
+	}
+	fired := a.Alert.StartsAt
+	before, during, reason, ok := heapdelta.Pick(h.cfg.Deltas.Samples(), burnFrom, fired)
+	// A page that arrives within heapdelta.Slack of the alert's start may
+	// come before the delta open at that moment ends: that one is worth
+	// the wait, and the facts are beside the page, never in its way.
+	if wait := fired.Add(heapdelta.Slack).Sub(h.clock.Now()); !ok && wait > 0 && h.clock.Sleep(h.waits, wait) == nil {
+		before, during, reason, ok = heapdelta.Pick(h.cfg.Deltas.Samples(), burnFrom, fired)
+	}
+	if !ok {
+		return &incident.HeapChange{Error: reason}
+	}
+	c := &incident.HeapChange{BeforeFrom: before.From, BeforeTo: before.To, DuringFrom: during.From, DuringTo: during.To}
+	v, err := heapdelta.Compare(before, during, heapdelta.DefaultThreshold)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	c.Changed, c.Function, c.Words, c.Threshold = v.Changed, v.Function, v.Words, v.Threshold
+	c.Before, c.During, c.TotalBefore, c.TotalDuring = v.Before, v.During, v.TotalBefore, v.TotalDuring
+	for _, d := range []struct {
+		suffix string
+		raw    []byte
+		file   *string
+	}{{"-delta-before", before.Raw, &c.BeforeFile}, {"-delta-during", during.Raw, &c.DuringFile}} {
+		name, err := profileName(a.Alert, d.suffix)
+		if err == nil {
+			err = h.cfg.Store.SaveProfile(name, d.raw)
+		}
+		if err != nil {
+			// The verdict stands without the files; only the links to
+			// pprof's view of the difference go.
+			h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store a delta heap profile")
+			c.BeforeFile, c.DuringFile = "", ""
+			break
+		}
+		*d.file = path.Join(store.ProfilesDir, name)
+	}
+	return c
+}

@@ -1,0 +1,193 @@
+package incident
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Facts are what the pager reads once, when a page fires, so the person
+// paged finds the answers to their first questions on the incident:
+// how fast the budget burned over each window pair of the alert (Pairs),
+// how much budget is left and how long it lasts at that burn (Budget),
+// which requests were slowest (Slowest), and what changed in the
+// gateway's heap (Heap). The burn and the budget are read from Prometheus
+// as of the alert's start, the moment its rule found the burn, not as of
+// whenever the notification arrived; whatever could not be read is said in
+// Errors, in words.
+type Facts struct {
+	// TakenAt is when the pager finished reading them.
+	TakenAt time.Time `json:"taken_at"`
+	// Pairs is each window pair of the alert's burn_windows annotation,
+	// in its order, with the burn over its two windows.
+	Pairs []PairBurn `json:"pairs"`
+	// Pair is the index in Pairs of the pair the budget, the slowest
+	// requests and the heap are read over: the first that fired or, with
+	// none over its factor, the slowest (the longest long window); -1
+	// with no pairs.
+	Pair   int     `json:"pair"`
+	Budget *Budget `json:"budget,omitempty"`
+	// BurnFrom is the start of the burn window: the alert's start less
+	// Pair's long window. The slowest requests and the heap's delta
+	// "during" are looked for between it and the alert's start.
+	BurnFrom time.Time `json:"burn_from,omitzero"`
+	// ExemplarQuery is the series selector whose exemplars were asked for
+	// (the alert's exemplars annotation); "" when the alert names none.
+	ExemplarQuery string `json:"exemplar_query,omitempty"`
+	// Slowest are the slowest requests of the burn window, slowest
+	// first, at most ten, one per request ID.
+	Slowest []Exemplar  `json:"slowest"`
+	Heap    *HeapChange `json:"heap,omitempty"`
+	// Errors says what could not be read, and why.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// PairBurn is one window pair of a multi-window burn-rate alert and the
+// burn over each of its windows when the alert fired. A burn rate is the
+// error ratio over a window divided by the error budget: 1 spends exactly
+// the budget over the SLO period.
+type PairBurn struct {
+	// Short and Long are the windows as Prometheus writes durations: "2m".
+	Short string `json:"short"`
+	Long  string `json:"long"`
+	// ShortBurn and LongBurn are null when Prometheus had no figure: no
+	// traffic in the window (0/0), or no series.
+	ShortBurn *float64 `json:"short_burn"`
+	LongBurn  *float64 `json:"long_burn"`
+	Factor    float64  `json:"factor"`
+	// Fired is whether both burns are over Factor: the pair the alert
+	// fired through.
+	Fired bool `json:"fired"`
+}
+
+// Windows is the pair as the burn_windows annotation writes it.
+func (p PairBurn) Windows() string {
+	return fmt.Sprintf("%s/%s over %sx", p.Short, p.Long, Number(p.Factor))
+}
+
+// Budget is the SLO's error budget when the alert fired.
+//
+//	spent % = 100 × slo:period_burn_rate:ratio (the share of the budget
+//	          the SLI spent over the last SLO period)
+//	left %  = 100 − spent %
+//	runs out in = (left % / 100) × period / b
+//
+// where b is the burn over the long window of the pair that fired (or of
+// the slowest pair, with none over its factor): at that burn, what is left
+// lasts that long. There is none to run out with nothing left, and it
+// never runs out at a burn of 0.
+type Budget struct {
+	SpentPct float64 `json:"spent_pct"`
+	LeftPct  float64 `json:"left_pct"`
+	// Period is the SLO period as Prometheus writes durations ("10h",
+	// "30d"); "" when Prometheus had no slo:time_period:days.
+	Period        string  `json:"period,omitempty"`
+	PeriodSeconds float64 `json:"period_seconds,omitempty"`
+	// Burn is b, over the window BurnWindow; null when unknown.
+	Burn       *float64 `json:"burn"`
+	BurnWindow string   `json:"burn_window,omitempty"`
+	// RunsOutSeconds is null when it does not run out, or cannot be
+	// told; RunsOut says it in words either way ("9h41m3s", "none left",
+	// "not at this burn").
+	RunsOutSeconds *float64 `json:"runs_out_seconds"`
+	RunsOut        string   `json:"runs_out"`
+}
+
+// Exemplar is one request Prometheus kept as an exemplar of a latency
+// histogram: the gateway attaches its request ID and tenant.
+type Exemplar struct {
+	RequestID string    `json:"request_id"`
+	Tenant    string    `json:"tenant"`
+	Seconds   float64   `json:"seconds"`
+	At        time.Time `json:"at"`
+}
+
+// HeapChange is how the gateway's allocation changed from a short delta
+// heap profile taken before the burn to one taken during it.
+type HeapChange struct {
+	// Changed is whether a function's allocation rate grew past the
+	// threshold; Function is that function, and Before and During its
+	// flat alloc_space rates in bytes per second.
+	Changed     bool      `json:"changed"`
+	Function    string    `json:"function,omitempty"`
+	Words       string    `json:"words,omitempty"`
+	Before      float64   `json:"before"`
+	During      float64   `json:"during"`
+	TotalBefore float64   `json:"total_before"`
+	TotalDuring float64   `json:"total_during"`
+	Threshold   float64   `json:"threshold,omitempty"`
+	BeforeFrom  time.Time `json:"before_from,omitzero"`
+	BeforeTo    time.Time `json:"before_to,omitzero"`
+	DuringFrom  time.Time `json:"during_from,omitzero"`
+	DuringTo    time.Time `json:"during_to,omitzero"`
+	// BeforeFile and DuringFile are the two delta profiles, relative to
+	// the data directory like Profile.File.
+	BeforeFile string `json:"before_file,omitempty"`
+	DuringFile string `json:"during_file,omitempty"`
+	// Error is why there is no comparison.
+	Error string `json:"error,omitempty"`
+}
+
+// Chosen is the pair the budget, the slowest requests and the heap were
+// read over (Pair), if any.
+func (f *Facts) Chosen() (PairBurn, bool) {
+	if f == nil || f.Pair < 0 || f.Pair >= len(f.Pairs) {
+		return PairBurn{}, false
+	}
+	return f.Pairs[f.Pair], true
+}
+
+// Summary is the facts in one line, for the timeline and the log.
+func (f *Facts) Summary() string {
+	var parts []string
+	from := "facts read"
+	if f.Budget != nil || len(f.Slowest) > 0 || slices.ContainsFunc(f.Pairs, func(p PairBurn) bool { return p.ShortBurn != nil || p.LongBurn != nil }) {
+		from = "facts read from Prometheus"
+	}
+	if p, ok := f.Chosen(); ok {
+		burns := fmt.Sprintf("%s %s and %s %s", p.Short, Burn(p.ShortBurn), p.Long, Burn(p.LongBurn))
+		if p.Fired {
+			parts = append(parts, fmt.Sprintf("fired through %s: %s", p.Windows(), burns))
+		} else {
+			parts = append(parts, fmt.Sprintf("no pair over its factor; %s: %s", p.Windows(), burns))
+		}
+	}
+	if b := f.Budget; b != nil {
+		s := fmt.Sprintf("%.1f%% of the budget spent, %.1f%% left", b.SpentPct, b.LeftPct)
+		if b.Period != "" {
+			s = fmt.Sprintf("%.1f%% of the %s budget spent, %.1f%% left", b.SpentPct, b.Period, b.LeftPct)
+		}
+		parts = append(parts, s+", runs out: "+b.RunsOut)
+	}
+	if n := len(f.Slowest); n > 0 {
+		parts = append(parts, fmt.Sprintf("slowest request %.3f s (%d listed)", f.Slowest[0].Seconds, n))
+	}
+	if h := f.Heap; h != nil {
+		if h.Error != "" {
+			parts = append(parts, "heap not compared")
+		} else {
+			parts = append(parts, "heap: "+h.Words)
+		}
+	}
+	if n := len(f.Errors); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d not read: %s", n, strings.Join(f.Errors, "; ")))
+	}
+	if len(parts) == 0 {
+		return from + ": none"
+	}
+	return from + ": " + strings.Join(parts, "; ")
+}
+
+// Burn is a burn rate as a page shows it: "8.1x", or "no data".
+func Burn(v *float64) string {
+	if v == nil {
+		return "no data"
+	}
+	return fmt.Sprintf("%.1fx", *v)
+}
+
+// Number is f without trailing zeros: 14.4, 6.
+func Number(f float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", f), "0"), ".")
+}

@@ -1,7 +1,8 @@
 // Package pager is the backend of burnlab's Grafana datasource plugin: it
-// reads the pager's API and answers two query types — `incidents`, a table
-// of pages and tickets with their timelines, and `flamegraph`, the heap
-// profile captured when a page fired, as a flame graph of alloc_space.
+// reads the pager's API and answers three query types — `incidents`, a
+// table of pages and tickets with their timelines; `flamegraph`, the heap
+// profile captured when a page fired, as a flame graph of alloc_space; and
+// `facts`, what the pager read when a page fired (facts.go).
 package pager
 
 import (
@@ -47,9 +48,9 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 // queryModel is a panel's query.
 type queryModel struct {
 	QueryType string `json:"queryType"`
-	// Incident picks the incident whose profile a flame graph shows, any
-	// the pager keeps; empty means the newest page with a profile, among
-	// the pager's 50 newest pages.
+	// Incident picks the incident whose profile a flame graph, or whose
+	// facts, a query shows, any the pager keeps; empty means the newest
+	// page with a profile (with facts), among the pager's 50 newest pages.
 	Incident string `json:"incident"`
 }
 
@@ -87,10 +88,20 @@ func (d *Datasource) query(ctx context.Context, m queryModel) backend.DataRespon
 			return backend.ErrDataResponse(backend.StatusBadGateway, err.Error())
 		}
 		return backend.DataResponse{Frames: data.Frames{frame}}
+	case "facts":
+		frames, err := d.facts(ctx, m.Incident)
+		if err != nil {
+			return backend.ErrDataResponse(backend.StatusBadGateway, err.Error())
+		}
+		return backend.DataResponse{Frames: frames}
 	}
-	return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("unknown query type %q: want incidents or flamegraph", m.QueryType))
+	return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("unknown query type %q: want incidents, flamegraph or facts", m.QueryType))
 }
 
+// incidentsFrame is the table of incidents. burn_rate is the burn_rate
+// annotation of the latest notification (a resolve's, once resolved); burn
+// at firing is the first firing notification's; heap is the facts' verdict
+// on the heap, in words, "" when not compared.
 func incidentsFrame(incs []incident.Incident) *data.Frame {
 	f := data.NewFrame("incidents",
 		data.NewField("started", nil, []time.Time{}),
@@ -100,7 +111,9 @@ func incidentsFrame(incs []incident.Incident) *data.Frame {
 		data.NewField("slo", nil, []string{}),
 		data.NewField("alert", nil, []string{}),
 		data.NewField("burn_rate", nil, []string{}),
+		data.NewField("burn at firing", nil, []string{}),
 		data.NewField("top_alloc_space", nil, []string{}),
+		data.NewField("heap", nil, []string{}),
 		data.NewField("timeline", nil, []string{}),
 		data.NewField("id", nil, []string{}),
 	)
@@ -111,44 +124,33 @@ func incidentsFrame(incs []incident.Incident) *data.Frame {
 		} else if inc.Profile != nil {
 			top = "capture failed: " + inc.Profile.Error
 		}
+		heap := ""
+		if inc.Facts != nil && inc.Facts.Heap != nil {
+			heap = inc.Facts.Heap.Words
+		}
 		var tl []string
 		for _, e := range inc.Timeline {
 			tl = append(tl, e.At.UTC().Format("15:04:05")+" "+e.What())
 		}
 		f.AppendRow(inc.StartsAt, inc.EndsAt, inc.Severity, inc.Status, inc.SLO, inc.AlertName,
-			inc.Annotations["burn_rate"], top, strings.Join(tl, "; "), inc.ID)
+			inc.Annotations["burn_rate"], inc.BurnRate, top, heap, strings.Join(tl, "; "), inc.ID)
 	}
 	return f
 }
 
 // flameGraph is the profile of incident id or, with none chosen, of the
-// newest page that has one, among the pages on the first page of the
-// pager's list (its 50 newest).
+// newest page that has one (pick).
 func (d *Datasource) flameGraph(ctx context.Context, id string) (*data.Frame, error) {
-	var pick *incident.Incident
-	if id != "" {
-		inc, err := d.incident(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if inc.Profile == nil || inc.Profile.File == "" {
-			return nil, fmt.Errorf("incident %s has no captured profile", id)
-		}
-		pick = &inc
-	} else {
-		incs, _, err := d.incidents(ctx, "severity=page")
-		if err != nil {
-			return nil, err
-		}
-		for i := range incs { // newest first
-			if incs[i].Severity == "page" && incs[i].Profile != nil && incs[i].Profile.File != "" {
-				pick = &incs[i]
-				break
-			}
-		}
-		if pick == nil {
-			return nil, errors.New("no page has a captured profile yet")
-		}
+	hasProfile := func(inc *incident.Incident) bool { return inc.Profile != nil && inc.Profile.File != "" }
+	pick, err := d.pick(ctx, id, hasProfile)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case pick == nil:
+		return nil, errors.New("no page has a captured profile yet")
+	case !hasProfile(pick):
+		return nil, fmt.Errorf("incident %s has no captured profile", id)
 	}
 	body, err := d.get(ctx, "/api/incidents/"+url.PathEscape(pick.ID)+"/profile")
 	if err != nil {
@@ -160,6 +162,30 @@ func (d *Datasource) flameGraph(ctx context.Context, id string) (*data.Frame, er
 		return nil, fmt.Errorf("profile of %s: %w", pick.ID, err)
 	}
 	return FlameGraph(p, "alloc_space")
+}
+
+// pick is incident id, however far down the pager's list, whether or not
+// has holds for it; or, with none chosen, the newest page for which has
+// holds, among the pages on the first page of the pager's list (its 50
+// newest); nil when none does.
+func (d *Datasource) pick(ctx context.Context, id string, has func(*incident.Incident) bool) (*incident.Incident, error) {
+	if id != "" {
+		inc, err := d.incident(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return &inc, nil
+	}
+	incs, _, err := d.incidents(ctx, "severity=page")
+	if err != nil {
+		return nil, err
+	}
+	for i := range incs { // newest first
+		if incs[i].Severity == "page" && has(&incs[i]) {
+			return &incs[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // incidents is the first page of the pager's list (its newest incidents)

@@ -74,9 +74,9 @@ func TestIncidentsTable(t *testing.T) {
 	if n, _ := f.RowLen(); n != 2 {
 		t.Fatalf("%d rows", n)
 	}
-	row := f.RowCopy(0)
-	if row[2] != "page" || row[6] != "10.2x" || !strings.Contains(row[7].(string), "Baseline") || !strings.Contains(row[8].(string), "FIRING") {
-		t.Fatalf("row %v", row)
+	if cell(t, f, "severity", 0) != "page" || cell(t, f, "burn_rate", 0) != "10.2x" ||
+		!strings.Contains(cell(t, f, "top_alloc_space", 0).(string), "Baseline") || !strings.Contains(cell(t, f, "timeline", 0).(string), "FIRING") {
+		t.Fatalf("row %v", f.RowCopy(0))
 	}
 }
 
@@ -162,7 +162,8 @@ func TestErrorsAndHealth(t *testing.T) {
 }
 
 // A round trip through the SDK's standalone plugin server: gRPC, as
-// Grafana talks to the plugin.
+// Grafana talks to the plugin. (The SDK serves once per process: every
+// round trip is here.)
 func TestRoundTripThroughThePluginServer(t *testing.T) {
 	pager := fakePager(t, pproftoptest.HeapProfile(t))
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -189,6 +190,22 @@ func TestRoundTripThroughThePluginServer(t *testing.T) {
 	h, err := tp.Client.CheckHealth(context.Background(), &backend.CheckHealthRequest{PluginContext: pc})
 	if err != nil || h.Status != backend.HealthStatusOk {
 		t.Fatalf("%+v %v", h, err)
+	}
+
+	// The facts' frames, a null burn and the warnings survive the Arrow
+	// encoding.
+	req = queries("facts")
+	req.PluginContext = backend.PluginContext{DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{ID: 2, UID: "burnlab-pager-facts", URL: factsPager(t).URL}}
+	resp, err = tp.Client.QueryData(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := frames(t, resp.Responses["A"])
+	if burn := fs[BurnFrame]; rows(burn) != 2 || cell(t, burn, "short burn", 1) != nil || cell(t, burn, "long burn", 1) != 3.2 {
+		t.Errorf("burn over gRPC: %d rows, the second %v", rows(burn), burn.RowCopy(1))
+	}
+	if w := notices(fs[HeapFrame], data.NoticeSeverityWarning); len(w) != 1 {
+		t.Errorf("warnings over gRPC: %q", w)
 	}
 }
 

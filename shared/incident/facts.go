@@ -28,9 +28,12 @@ type Facts struct {
 	// with no pairs.
 	Pair   int     `json:"pair"`
 	Budget *Budget `json:"budget,omitempty"`
-	// BurnFrom is the start of the burn window: the alert's start less
-	// Pair's long window. The slowest requests and the heap's delta
-	// "during" are looked for between it and the alert's start.
+	// BurnFrom is the start of the burn window: a scrape before the last
+	// moment, within twice Pair's long window before the alert's start,
+	// that its short window was not burning (at most 1x, or no traffic);
+	// the alert's start less the long window when Prometheus cannot tell.
+	// The slowest requests and the heap's delta "during" are looked for
+	// between it and the alert's start, the delta "before" before it.
 	BurnFrom time.Time `json:"burn_from,omitzero"`
 	// ExemplarQuery is the series selector whose exemplars were asked for
 	// (the alert's exemplars annotation); "" when the alert names none.

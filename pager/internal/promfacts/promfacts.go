@@ -160,7 +160,12 @@ func (c *Client) Facts(ctx context.Context, a Alert) incident.Facts {
 	if f.Pair >= 0 {
 		long = pairs[f.Pair].Long
 		b = burns[long]
-		f.BurnFrom = a.StartsAt.Add(-long)
+		from, err := c.burnStart(ctx, a.SlothID, pairs[f.Pair], a.StartsAt)
+		if err != nil {
+			f.Errors = append(f.Errors, "when the burn began: "+err.Error()+"; the burn window is taken as the long window's")
+		} else {
+			f.BurnFrom = from
+		}
 	}
 
 	budget, err := c.budget(ctx, a.SlothID, a.StartsAt, b, long)
@@ -338,6 +343,45 @@ func Slowest(all []incident.Exemplar, n int) []incident.Exemplar {
 	}
 	return out
 }
+
+// burnStart is when the burn that fired the alert began: the last step,
+// up to twice the pair's long window before the alert's start, at which
+// the burn over its short window was at most 1 (the budget's own pace) or
+// had no value (no traffic), less one step, since Prometheus sees a
+// change a scrape late. The long window alone would reach back past the
+// burn's start whenever the alert fires sooner than it (a 10x burn fires
+// the lab's 2m/4m pair after about 2.5 minutes), and a heap profile from
+// "before" would then hold the burn. A burn that lasts the whole span
+// began at least that long ago: its start is the span's.
+func (c *Client) burnStart(ctx context.Context, id string, p slo.Pair, at time.Time) (time.Time, error) {
+	to := at.Truncate(time.Second)
+	from := to.Add(-2 * p.Long)
+	step := max(p.Long/48, 5*time.Second).Truncate(time.Second)
+	v, _, _, err := c.api.QueryRange(ctx, BurnExpr(p.Short, id), v1.Range{Start: from, End: to, Step: step})
+	if err != nil {
+		return time.Time{}, err
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return time.Time{}, fmt.Errorf("Prometheus answered a %s, want a matrix", v.Type())
+	}
+	pts := onGrid(m, from, to, step)
+	// A short window that is not burning at the alert's start (no data,
+	// or at most 1) cannot say when the burn began: the long window's
+	// reach is the guess.
+	if n := len(pts); n == 0 || !burning(pts[n-1].V) {
+		return at.Add(-p.Long), nil
+	}
+	for i := len(pts) - 1; i >= 0; i-- {
+		if !burning(pts[i].V) {
+			return pts[i].T.Add(-step), nil
+		}
+	}
+	return from, nil
+}
+
+// burning says whether a burn spends the budget faster than its own pace.
+func burning(x float64) bool { return !math.IsNaN(x) && x > 1 }
 
 // ChartSteps is about how many points a burn chart's series has: more
 // than the chart's pixel columns would only be thinned away.

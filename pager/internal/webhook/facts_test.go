@@ -147,8 +147,12 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 	}
 	a = append(a, promfactstest.Exemplar{RequestID: "r15", Tenant: "globex", Seconds: 0.95, At: start})
 	prom.Exemplars(a, b)
-	// A delta before the burn (which began at start - 4m) and one during
-	// it, in which Append allocates 100 times as much.
+	// The burn over 2m rose from no traffic 150 s before the start: the
+	// burn window begins a step (5 s) before the last quiet step.
+	prom.SetBefore("ratio_rate2m{", start.Add(-150*time.Second), "NaN")
+	burnFrom := start.Add(-160 * time.Second)
+	// A delta before the burn and one during it, in which Append
+	// allocates 100 times as much.
 	d := deltas{
 		deltaAt(t, start.Add(-5*time.Minute), map[string]float64{appendFn: 1e6, copyFn: 5e6}),
 		deltaAt(t, start.Add(-time.Minute), map[string]float64{appendFn: 100e6, copyFn: 5e6}),
@@ -178,8 +182,8 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 		switch {
 		case q.Path == "/api/v1/query" && !q.Time.Equal(start):
 			t.Errorf("%s read at %s, want the alert's start %s", q.Query, q.Time, start)
-		case q.Path == "/api/v1/query_exemplars" && (q.Query != exemplarSeries || !q.Start.Equal(start.Add(-4*time.Minute)) || !q.End.Equal(start)):
-			t.Errorf("exemplars asked %+v, want %s over the 4m before the start", q, exemplarSeries)
+		case q.Path == "/api/v1/query_exemplars" && (q.Query != exemplarSeries || !q.Start.Equal(burnFrom) || !q.End.Equal(start)):
+			t.Errorf("exemplars asked %+v, want %s from the burn's start, %s", q, exemplarSeries, burnFrom)
 		case strings.Contains(q.Query, "ratio_rate") && !strings.Contains(q.Query, `{sloth_id="llm-gateway-stream-latency"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="llm-gateway-stream-latency"}`):
 			t.Errorf("burn query %s", q.Query)
 		}
@@ -318,8 +322,8 @@ func TestPayloadTextIsCheckedBeforeItIsQueried(t *testing.T) {
 		{"hostile sloth_id", with(burnAlert(start, nil), "labels", map[string]string{"severity": "page", "sloth_id": `x"} or vector(1) #`}),
 			`sloth_id label "x\"} or vector(1) #" is not a plain SLO ID`, 0},
 		{"hostile selector", burnAlert(start, map[string]string{"exemplars": `up{a="b"} or sum(rate(x[5m]))`}),
-			"exemplars annotation", 6},
-		{"no exemplars annotation", burnAlert(start, map[string]string{"exemplars": ""}), "", 6},
+			"exemplars annotation", 7},
+		{"no exemplars annotation", burnAlert(start, map[string]string{"exemplars": ""}), "", 7},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -329,7 +333,7 @@ func TestPayloadTextIsCheckedBeforeItIsQueried(t *testing.T) {
 			_, f := p.facts(t)
 			asked := prom.Asked()[before:]
 			if len(asked) != c.queries || slices.ContainsFunc(asked, func(a promfactstest.Asked) bool { return a.Path == "/api/v1/query_exemplars" }) {
-				t.Errorf("asked %+v, want %d instant queries and no exemplars", asked, c.queries)
+				t.Errorf("asked %+v, want %d queries (the instant ones, and when the burn began) and no exemplars", asked, c.queries)
 			}
 			errs := strings.Join(f.Errors, "\n")
 			if c.errs != "" && !strings.Contains(errs, c.errs) || c.errs == "" && strings.Contains(errs, "exemplar") {

@@ -41,6 +41,7 @@ type Server struct {
 	mu  sync.Mutex
 	// values: see Set.
 	values    [][2]string
+	earlier   map[string]earlier
 	exemplars [][]Exemplar
 	asked     []Asked
 }
@@ -61,6 +62,23 @@ func (s *Server) Set(part, value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.values = append(s.values, [2]string{part, value})
+}
+
+// earlier is what a range query's steps before a time answer.
+type earlier struct {
+	before time.Time
+	value  string
+}
+
+// SetBefore makes a range query containing part answer value at its
+// steps before t, and what Set says from t on: a burn that began at t.
+func (s *Server) SetBefore(part string, t time.Time, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.earlier == nil {
+		s.earlier = map[string]earlier{}
+	}
+	s.earlier[part] = earlier{t, value}
 }
 
 // Exemplars sets what an exemplar query answers: one series per slice.
@@ -127,7 +145,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if ok && step > 0 {
 			var values []any
 			for t := a.Start; !t.After(a.End); t = t.Add(time.Duration(step * float64(time.Second))) {
-				values = append(values, []any{float64(t.UnixMilli()) / 1e3, v})
+				at := v
+				s.mu.Lock()
+				for part, e := range s.earlier {
+					if strings.Contains(q, part) && t.Before(e.before) {
+						at = e.value
+					}
+				}
+				s.mu.Unlock()
+				values = append(values, []any{float64(t.UnixMilli()) / 1e3, at})
 			}
 			result = append(result, map[string]any{"metric": metric, "values": values})
 		}

@@ -262,7 +262,7 @@ e2e: tools $(SLOTH_BIN) ## the end-to-end proof on the native lab: baseline page
 # engine it is skipped, loudly, except under CI=true. SAVE=1 writes its
 # timeline to docs/results/compose-e2e.md.
 .PHONY: e2e-compose
-e2e-compose: compose-plugin busybox ## the end-to-end proof on docker compose: build, healthy, page, make fixed, resolve, the monitoring path's faults, restart, down -v (~15 min warm)
+e2e-compose: compose-plugin busybox $(PROM_BINS) ## the end-to-end proof on docker compose: build, healthy, page, make fixed, resolve, the monitoring path's faults, restart, down -v (~15 min warm)
 	cd stack/compose && BUSYBOX=$(BUSYBOX) $(if $(SAVE),BURNLAB_RESULTS=$(abspath docs/results)) GOWORK=off \
 		$(GO) test -tags e2e -run TestComposeEndToEnd -count=1 -timeout 45m -v .
 
@@ -343,7 +343,7 @@ pages: ## what the pager received, pages and tickets apart (the newest 50 of eac
 	@pager=$${PAGER_URL:-http://127.0.0.1:5001}; \
 	if command -v jq >/dev/null; then \
 		for sev in page ticket; do echo "$${sev}s:"; \
-			curl -fsS "$$pager/api/incidents?severity=$$sev" | jq -r 'if length == 0 then "  none" else .[] | "  \(.status)  \(.slo)  burn \(.burn_rate // "?")  \(.startsAt)  \(.url)  top alloc_space: \(.profile.top[0].function // "none")" end'; \
+			curl -fsS "$$pager/api/incidents?severity=$$sev" | jq -r 'if length == 0 then "  none" else .[] | "  \(.status)  \(.slo)  \(.startsAt)  \(.url)\n    burn at firing: \(.burn_rate // "?")\n    budget: \(.annotations.budget // "?")\n    top alloc_space: \(.profile.top[0].function // "none")\n    heap: \(.facts.heap.words // "no verdict yet")" end'; \
 		done; \
 	else curl -fsS $$pager/api/incidents; echo; echo "(install jq for pages and tickets apart)"; fi; echo "pager web UI: $$pager/ (older ones: ?page=2 and on)"
 

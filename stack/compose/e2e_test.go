@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,6 +23,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"burnlab/shared/incident"
+	"burnlab/shared/scenario"
 	"burnlab/stack/lab"
 	"burnlab/stack/results"
 	"burnlab/stack/standins"
@@ -149,6 +151,16 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Fatalf("the page-time profile names %s, want %s", top.Function, guilty)
 	}
 	tl.mark(fmt.Sprintf("PROFILE from http://gateway:6060: top alloc_space %s (%.1f%%)", inc.Profile.Top[0].Function, inc.Profile.Top[0].FlatPct))
+	// The page tells its whole story (stack/lab's Story): the pair that
+	// fired, the budget, real slow requests, the heap's verdict; and the
+	// notification's words carry the burn, the budget and the link.
+	s.story(t, ctx, probe, page.ID, guilty, &tl)
+	note, err := probe.Notification(ctx, root, "stream-latency")
+	if err != nil {
+		t.Errorf("the notification: %v", err)
+	} else {
+		tl.block("the page's notification, as burnlab's Alertmanager template renders it (amtool)", note)
+	}
 
 	// 3. make fixed: only the gateway is recreated, and the page resolves.
 	before := s.ids(ctx)
@@ -180,6 +192,10 @@ func TestComposeEndToEnd(t *testing.T) {
 	table := faultTable(rows, false)
 	fmt.Print(table)
 	tl.block("the monitoring path's faults", table)
+
+	// 4b. A fault of the upstream's on the fixed build: the page's heap
+	// verdict is that the gateway's heap did not change.
+	s.upstreamTail(t, ctx, probe, &tl)
 
 	// 5. A restart keeps the pager's incidents and Prometheus's samples.
 	incs, err := probe.Incidents()
@@ -247,6 +263,57 @@ func TestComposeEndToEnd(t *testing.T) {
 		if err := results.ReplaceBlock(filepath.Join(root, "README.md"), faultsBegin, faultsEnd, faultTable(rows, true)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// story waits for the incident's facts and holds them, the page and the
+// gateway's log to what the person paged needs (lab.Story.Check).
+func (s *stack) story(t *testing.T, ctx context.Context, probe lab.Probe, id, guilty string, tl *timeline) {
+	t.Helper()
+	story, err := probe.WaitStory(ctx, id, 90*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := s.run(ctx, "logs", "--no-color", "--no-log-prefix", lab.Gateway)
+	if err != nil {
+		t.Fatalf("gateway logs: %v", err)
+	}
+	told, err := story.Check(guilty, log)
+	if err != nil {
+		t.Fatalf("the page's story: %v", err)
+	}
+	if err := probe.CheckPage(story); err != nil {
+		t.Fatal(err)
+	}
+	tl.block("the page's story (API and web page)", strings.Join(told, "\n"))
+}
+
+// tailShare runs the upstream-tail fault harder than the table's 1 %, so
+// the quick page pair fires within a minute.
+const tailShare = 0.05
+
+// upstreamTail injects the upstream-tail fault through make scenario's own
+// code once the pager holds a profile from before it, waits for its page
+// and checks its story: the heap did not change. The page is left to
+// resolve while the stack restarts.
+func (s *stack) upstreamTail(t *testing.T, ctx context.Context, probe lab.Probe, tl *timeline) {
+	t.Helper()
+	if err := probe.WaitHeapBaseline(ctx, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// A delta of the steady fixed gateway, wholly before the fault.
+	time.Sleep(15 * time.Second)
+	st := lab.DefaultStack()
+	st.Compose, st.Out, st.Share = s.command(), io.Discard, tailShare
+	start := time.Now()
+	if err := lab.ApplyScenario(ctx, "upstream-tail", st); err != nil {
+		t.Fatal(err)
+	}
+	page := waitIncident(t, s, probe, "stream-latency", "page", start, 4*time.Minute)
+	tl.mark(fmt.Sprintf("PAGE %s/%s after make scenario S=upstream-tail SHARE=%g, %s after it", page.AlertName, page.SLO, tailShare, time.Since(start).Round(time.Second)))
+	s.story(t, ctx, probe, page.ID, "", tl)
+	if err := scenario.Set(ctx, "http://"+probe.Addrs.Upstream, scenario.None); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -3,8 +3,10 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -20,7 +22,10 @@ import (
 	"burnlab/shared/scenario"
 	"burnlab/shared/slo"
 	"burnlab/shared/variant"
+	"burnlab/stack/pagerweb"
 	"burnlab/stack/results"
+
+	"github.com/chromedp/chromedp"
 )
 
 // The bounds the e2e holds the lab to: generous against the lab windows'
@@ -86,11 +91,23 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Start(ctx, Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Variant: variant.Baseline, Log: os.Stdout})
+	l, err := Start(ctx, Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Variant: variant.Baseline, Log: os.Stdout, NoLoad: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Stop()
+	// The incident starts with the load; the pager's first delta heap
+	// profile, of the idle gateway, is the "before" its heap verdict
+	// compares the burn with.
+	if err := l.WaitHeapBaseline(ctx, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Clear of the burn's first seconds, which Prometheus sees a scrape
+	// or two late.
+	time.Sleep(10 * time.Second)
+	if err := l.StartLoad(ctx); err != nil {
+		t.Fatal(err)
+	}
 	reg, err := scenario.Lookup("regression")
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +201,32 @@ func TestEndToEnd(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
+	// The page tells the whole story: the burn of the pair that fired,
+	// the budget, the slowest requests (real ones: each has its gateway
+	// log line), the heap's verdict, on the page and in the notification.
+	story, err := l.WaitStory(ctx, page.ID, profileWithin)
+	if err != nil {
+		fail("%v", err)
+	}
+	told, err := story.Check(guilty, l.Log(Gateway))
+	if err != nil {
+		fail("the page's story: %v", err)
+	}
+	for _, line := range told {
+		say("PAGE %s", line)
+	}
+	if err := l.CheckPage(story); err != nil {
+		fail("%v", err)
+	}
+	say("the incident page shows the burn pairs, the burn chart, the budget, the slowest requests and the heap's verdict")
+	if err := inABrowser(ctx, l.Probe, page.ID, "regression", guilty); err != nil {
+		fail("%v", err)
+	}
+	note, err := l.Notification(ctx, root, "stream-latency")
+	if err != nil {
+		fail("%v", err)
+	}
+	say("NOTIFICATION as burnlab's Alertmanager template renders it (amtool):\n%s", note)
 	// The Grafana dashboard's every query returns data from this Prometheus.
 	queries := dashboardQueries(t, root)
 	var empty []string
@@ -397,3 +440,53 @@ func dashboardQueries(t *testing.T, root string) map[string]string {
 }
 
 func keys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+
+// inABrowser opens the incident's page in headless Chromium, as the person
+// paged would, and checks that what the server rendered draws: the burn
+// chart's two lines and threshold inside a chart of some size, a row per
+// slow request, the heap's verdict naming want (or saying the heap did not
+// change). The screenshot goes to $BURNLAB_SCREENSHOTS (default: a
+// temporary directory), named after the run.
+func inABrowser(ctx context.Context, p Probe, id, run, want string) error {
+	dir := os.Getenv("BURNLAB_SCREENSHOTS")
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "burnlab-screenshots"); err != nil {
+			return err
+		}
+	}
+	b, err := pagerweb.Open(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.Do("incident-"+run, chromedp.Navigate("http://"+p.Addrs.Pager+"/incidents/"+id), chromedp.WaitVisible(chromedp.CSS("#burn-chart svg"))); err != nil {
+		return err
+	}
+	width, err := pagerweb.Eval[float64](b, `document.querySelector("#burn-chart svg").getBoundingClientRect().width`)
+	if err != nil {
+		return err
+	}
+	drawn, err := pagerweb.Eval[int](b, `["path.burn-short, .burn-short path, .burn-short", ".burn-long", ".threshold", ".firing"].filter(s => document.querySelector("#burn-chart " + s) !== null).length`)
+	if err != nil {
+		return err
+	}
+	rows, err := pagerweb.Eval[int](b, `document.querySelectorAll("#slowest tbody tr").length`)
+	if err != nil {
+		return err
+	}
+	heap, err := b.Text("#heap-change")
+	if err != nil {
+		return err
+	}
+	switch {
+	case width < 300 || drawn != 4:
+		return fmt.Errorf("the browser draws the burn chart %.0f px wide with %d of its 4 parts (short, long, threshold, firing)", width, drawn)
+	case rows == 0:
+		return errors.New("the browser shows no slow request in #slowest")
+	case want != "" && !strings.Contains(heap, want), want == "" && !strings.Contains(heap, "did not change"):
+		return fmt.Errorf("the browser's heap section does not say %q:\n%s", cmp.Or(want, "did not change"), heap)
+	}
+	fmt.Printf("screenshot of the %s incident's page: %s\n", run, filepath.Join(dir, "incident-"+run+".png"))
+	return nil
+}

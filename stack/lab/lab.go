@@ -168,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 			l.Stop()
 		}
 	}()
-	for _, d := range []string{"bin", "etc/rules", "etc/templates", "data/prometheus", "data/alertmanager", "data/pager", "logs"} {
+	for _, d := range []string{"bin", "etc/rules", "data/prometheus", "data/alertmanager", "data/pager", "logs"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -323,6 +323,9 @@ func (l *Lab) render() error {
 	for _, f := range ConfigFiles(l.cfg.Windows) {
 		b, err := os.ReadFile(filepath.Join(l.cfg.Root, f.Source))
 		if err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(l.path(f.Lab)), 0o755); err != nil {
 			return fmt.Errorf("lab: %w", err)
 		}
 		// f comes from ConfigFiles, the lab's own table, not from input.
@@ -517,6 +520,12 @@ func (l *Lab) Tail(name string, n int) string {
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// Log is a process's whole log, "" when it has none.
+func (l *Lab) Log(name string) string {
+	b, _ := os.ReadFile(l.path("logs/" + name + ".log"))
+	return string(b)
 }
 
 // Running reports the processes running now.

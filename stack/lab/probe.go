@@ -184,24 +184,33 @@ func (l Probe) Incident(id string) (incident.Incident, error) {
 // PagerShows reads a page of the pager's web UI and says what of want it
 // lacks (each as the page's HTML escapes it).
 func (l Probe) PagerShows(path string, want ...string) error {
-	resp, err := http.Get("http://" + l.Addrs.Pager + path)
+	b, err := l.pagerPage(path)
 	if err != nil {
-		return fmt.Errorf("pager web UI: %w", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("pager web UI %s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("pager web UI %s: %s", path, resp.Status)
+		return err
 	}
 	for _, w := range want {
-		if !strings.Contains(string(b), html.EscapeString(w)) {
+		if !strings.Contains(b, html.EscapeString(w)) {
 			return fmt.Errorf("pager web UI %s does not show %q", path, w)
 		}
 	}
 	return nil
+}
+
+// pagerPage is a page of the pager's web UI, as HTML.
+func (l Probe) pagerPage(path string) (string, error) {
+	resp, err := http.Get("http://" + l.Addrs.Pager + path)
+	if err != nil {
+		return "", fmt.Errorf("pager web UI: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return "", fmt.Errorf("pager web UI %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("pager web UI %s: %s", path, resp.Status)
+	}
+	return string(b), nil
 }
 
 // SetScenario starts a scenario of shared/scenario on the lab's upstream

@@ -229,6 +229,17 @@ func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, r
 		r.fired = append(r.fired, w.firedAfter(a))
 		say("FIRED %s: %s", a, w.firedAfter(a))
 	}
+	// A stream-latency page of a fixed build tells its story, and its
+	// heap verdict is that the gateway's heap did not change: every fault
+	// here is the upstream's.
+	for _, a := range sc.Fires {
+		if a.SLO != scenario.StreamLatency || a.Severity != scenario.Page {
+			continue
+		}
+		if err := tellsItsStory(ctx, l, sc.Name, a, say); err != nil {
+			return err
+		}
+	}
 	if err := wait(time.Until(injected.Add(sc.Observe)), "observe", nil); err != nil {
 		return err
 	}
@@ -319,4 +330,35 @@ func printMatrix(w io.Writer, rs []*result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, r.build, r.expected, fired, r.burn, r.silent, r.resolved, res)
 	}
 	_ = tw.Flush() // stdout and a buffer
+}
+
+// tellsItsStory finds the firing page of a in the pager and holds its
+// story to a fixed build's: the pair that fired, the budget, real slow
+// requests, and a heap that did not change.
+func tellsItsStory(ctx context.Context, l *Lab, run string, a scenario.Alert, say func(string, ...any)) error {
+	incs, err := l.Incidents()
+	if err != nil {
+		return err
+	}
+	for _, inc := range incs {
+		if inc.SLO != a.SLO || inc.Severity != a.Severity || inc.Status != "firing" {
+			continue
+		}
+		story, err := l.WaitStory(ctx, inc.ID, 90*time.Second)
+		if err != nil {
+			return err
+		}
+		told, err := story.Check("", l.Log(Gateway))
+		if err != nil {
+			return fmt.Errorf("the page's story: %w", err)
+		}
+		for _, line := range told {
+			say("PAGE %s", line)
+		}
+		if err := l.CheckPage(story); err != nil {
+			return err
+		}
+		return inABrowser(ctx, l.Probe, inc.ID, run, "")
+	}
+	return fmt.Errorf("no firing %s in the pager", a)
 }

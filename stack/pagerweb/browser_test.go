@@ -40,7 +40,9 @@ func TestPagerWebInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the gateway and the pager, and drives Chromium")
 	}
-	chrome := chromium(t)
+	if _, err := Chromium(); err != nil {
+		t.Fatal(err)
+	}
 	shots := os.Getenv("BURNLAB_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()
@@ -96,18 +98,12 @@ func TestPagerWebInABrowser(t *testing.T) {
 		t.Errorf("the API's url %q, want the incident's page under -external-url", inc.URL)
 	}
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	// The first run starts the browser, which lives as long as that run's
-	// context: so no step timeout on it.
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("starting %s: %v", chrome, err)
+	br, err := Open(ctx, shots)
+	if err != nil {
+		t.Fatal(err)
 	}
-	b := &browser{t: t, ctx: bctx, dir: shots}
+	defer br.Close()
+	b := &browser{t: t, Browser: br}
 
 	// The incidents, newest first: the alert, its state, the top function.
 	b.do("index", chromedp.Navigate(pagerURL+"/"), chromedp.WaitVisible(chromedp.CSS("#incidents")))
@@ -168,62 +164,35 @@ func TestPagerWebInABrowser(t *testing.T) {
 	t.Logf("screenshots in %s", shots)
 }
 
-// browser is one tab, with a step timeout on each action and a screenshot
-// after each step.
+// browser is the test's Browser: a failed step fails the test.
 type browser struct {
-	t   *testing.T
-	ctx context.Context
-	dir string
+	t *testing.T
+	*Browser
 }
 
-// do runs the steps and saves a screenshot of where they ended.
 func (b *browser) do(name string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	err := chromedp.Do(ctx, steps...)
-	if png, serr := chromedp.Run(ctx, chromedp.FullScreenshot(100)); serr == nil {
-		if werr := os.WriteFile(filepath.Join(b.dir, name+".png"), png, 0o644); werr != nil {
-			b.t.Error(werr)
-		}
-	}
-	if err != nil {
-		b.t.Fatalf("%s (at %s): %v", name, eval[string](b, "location.href"), err)
+	if err := b.Do(name, steps...); err != nil {
+		b.t.Fatal(err)
 	}
 }
 
-// text is the visible text of the first element matching a CSS selector.
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	s, err := b.Text(sel)
 	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
+		b.t.Fatal(err)
 	}
-	return strings.TrimSpace(s)
+	return s
 }
 
 func eval[T any](b *browser, expr string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := Eval[T](b.Browser, expr)
 	if err != nil {
-		b.t.Fatalf("evaluating %s: %v", expr, err)
+		b.t.Fatal(err)
 	}
 	return v
-}
-
-// chromium finds Debian's Chromium, which `make tools` installs.
-func chromium(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium: `make tools` installs Debian's chromium")
-	return ""
 }
 
 func repoRoot(t *testing.T) string {

@@ -1,0 +1,314 @@
+package lab
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Story is what an incident's page must tell the person paged (issue 25):
+// how bad (the burn of each window of the pair that fired, against its
+// threshold), how much budget is gone, which requests were slow, and what
+// changed in the gateway's heap. It is read from the pager's API as JSON,
+// by the field names the API promises, so a renamed field fails here.
+type Story struct {
+	ID          string            `json:"id"`
+	Annotations map[string]string `json:"annotations"`
+	Facts       *struct {
+		Pairs []struct {
+			Short     string   `json:"short"`
+			Long      string   `json:"long"`
+			ShortBurn *float64 `json:"short_burn"`
+			LongBurn  *float64 `json:"long_burn"`
+			Factor    float64  `json:"factor"`
+			Fired     bool     `json:"fired"`
+		} `json:"pairs"`
+		Budget *struct {
+			SpentPct float64 `json:"spent_pct"`
+			LeftPct  float64 `json:"left_pct"`
+			Period   string  `json:"period"`
+		} `json:"budget"`
+		Slowest []struct {
+			RequestID string  `json:"request_id"`
+			Tenant    string  `json:"tenant"`
+			Seconds   float64 `json:"seconds"`
+		} `json:"slowest"`
+		Heap *struct {
+			Changed  bool   `json:"changed"`
+			Function string `json:"function"`
+			Words    string `json:"words"`
+			Error    string `json:"error"`
+		} `json:"heap"`
+		Pair   int      `json:"pair"`
+		Errors []string `json:"errors"`
+	} `json:"facts"`
+}
+
+// Story asks the pager for an incident's story; an incident whose facts
+// are not read yet has Facts nil.
+func (l Probe) Story(id string) (Story, error) {
+	var s Story
+	err := getJSON("http://"+l.Addrs.Pager+"/api/incidents/"+url.PathEscape(id), &s)
+	return s, err
+}
+
+// WaitStory waits until the incident's facts, heap verdict included, are
+// in.
+func (l Probe) WaitStory(ctx context.Context, id string, within time.Duration) (Story, error) {
+	deadline := time.Now().Add(within)
+	for {
+		s, err := l.Story(id)
+		if err == nil && s.Facts != nil && s.Facts.Heap != nil {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			return s, fmt.Errorf("incident %s: no facts with a heap verdict within %s (last: %v)", id, within, err)
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// Check holds the story to what a paged person needs. guilty is the
+// function the heap verdict must name ("" : it must say the heap did not
+// change); gatewayLog is the gateway's log (JSON lines), in which every
+// slow request listed must have its line, same tenant, same duration. It
+// returns the story in words, for the run's timeline.
+func (s Story) Check(guilty, gatewayLog string) ([]string, error) {
+	f := s.Facts
+	if f == nil {
+		return nil, errors.New("no facts on the incident")
+	}
+	var said []string
+	if f.Pair < 0 || f.Pair >= len(f.Pairs) || !f.Pairs[f.Pair].Fired {
+		return nil, fmt.Errorf("no pair fired, by the facts: %+v (errors: %v)", f.Pairs, f.Errors)
+	}
+	// The first pair that fired, as the burn_rate annotation names it.
+	p := f.Pairs[f.Pair]
+	if p.ShortBurn == nil || p.LongBurn == nil || !(*p.ShortBurn > p.Factor && *p.LongBurn > p.Factor) {
+		return nil, fmt.Errorf("pair %s/%s is marked fired but its burns are not both over %gx: %v %v", p.Short, p.Long, p.Factor, p.ShortBurn, p.LongBurn)
+	}
+	want := fmt.Sprintf("%s %.1fx and %s %.1fx, over %gx", p.Short, *p.ShortBurn, p.Long, *p.LongBurn, p.Factor)
+	said = append(said, "burn at firing (API): "+want+"; annotation: "+s.Annotations["burn_rate"])
+	if !strings.HasPrefix(s.Annotations["burn_rate"], p.Short+" ") || !strings.Contains(s.Annotations["burn_rate"], " and "+p.Long+" ") ||
+		!strings.HasSuffix(s.Annotations["burn_rate"], fmt.Sprintf(", over %gx", p.Factor)) {
+		return nil, fmt.Errorf("the burn_rate annotation %q does not name the pair that fired (%s)", s.Annotations["burn_rate"], want)
+	}
+	b := f.Budget
+	if b == nil || !(b.SpentPct > 0) || math.Abs(b.SpentPct+b.LeftPct-100) > 0.01 || b.Period == "" {
+		return nil, fmt.Errorf("budget at detection: %+v, want some spent, spent + left = 100 %%, a period (errors: %v)", b, f.Errors)
+	}
+	if !strings.Contains(s.Annotations["budget"], "budget spent") {
+		return nil, fmt.Errorf("the budget annotation %q does not say the budget spent", s.Annotations["budget"])
+	}
+	said = append(said, fmt.Sprintf("budget at detection: %.2f %% of the %s budget spent, %.2f %% left; annotation: %s", b.SpentPct, b.Period, b.LeftPct, s.Annotations["budget"]))
+	if len(f.Slowest) == 0 {
+		return nil, fmt.Errorf("no slowest requests listed (errors: %v)", f.Errors)
+	}
+	lines := logLines(gatewayLog)
+	for i, e := range f.Slowest {
+		l, ok := lines[e.RequestID]
+		if !ok {
+			return nil, fmt.Errorf("slowest request %s is in no gateway log line: not a real request", e.RequestID)
+		}
+		if l.Tenant != e.Tenant || math.Abs(l.DurationMS/1000-e.Seconds) > 0.005 {
+			return nil, fmt.Errorf("slowest request %s: exemplar says %s %.3fs, the gateway's log line %s %.3fs", e.RequestID, e.Tenant, e.Seconds, l.Tenant, l.DurationMS/1000)
+		}
+		if i > 0 && e.Seconds > f.Slowest[i-1].Seconds {
+			return nil, fmt.Errorf("slowest requests not slowest first: %v", f.Slowest)
+		}
+		if i < 3 {
+			said = append(said, fmt.Sprintf("slow request %s: %.3fs, tenant %s (its gateway log line agrees)", e.RequestID, e.Seconds, e.Tenant))
+		}
+	}
+	h := f.Heap
+	switch {
+	case h.Error != "":
+		return nil, fmt.Errorf("no heap verdict: %s", h.Error)
+	case guilty != "" && (!h.Changed || !strings.HasSuffix(h.Function, guilty)):
+		return nil, fmt.Errorf("heap verdict %q (changed %v, %s), want %s named", h.Words, h.Changed, h.Function, guilty)
+	case guilty == "" && h.Changed:
+		return nil, fmt.Errorf("heap verdict %q names %s; want: the heap did not change", h.Words, h.Function)
+	}
+	said = append(said, "what changed in the heap: "+h.Words)
+	return said, nil
+}
+
+type logLine struct {
+	Tenant     string  `json:"tenant"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// logLines are the gateway's stream lines by request ID. A line that is
+// not JSON (compose prefixes none with -no-log-prefix) is passed over.
+func logLines(log string) map[string]logLine {
+	out := map[string]logLine{}
+	sc := bufio.NewScanner(strings.NewReader(log))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			logLine
+			ID  string `json:"request_id"`
+			Msg string `json:"message"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.ID != "" && l.Msg == "stream" {
+			out[l.ID] = l.logLine
+		}
+	}
+	return out
+}
+
+// Notification renders the words burnlab's Alertmanager template gives a
+// receiver that carries text (alertmanager/templates), with amtool, for
+// the alert as Alertmanager holds it (its v2 API), and checks that they
+// carry the burn of both windows, the budget and the link: what someone
+// who reads only the message needs.
+func (l Probe) Notification(ctx context.Context, root, slo string) (string, error) {
+	var alerts []struct {
+		Labels       map[string]string `json:"labels"`
+		Annotations  map[string]string `json:"annotations"`
+		StartsAt     time.Time         `json:"startsAt"`
+		EndsAt       time.Time         `json:"endsAt"`
+		GeneratorURL string            `json:"generatorURL"`
+		Fingerprint  string            `json:"fingerprint"`
+	}
+	if err := getJSON("http://"+l.Addrs.Alertmanager+"/api/v2/alerts?filter="+url.QueryEscape(`severity="page"`)+"&filter="+url.QueryEscape(fmt.Sprintf("sloth_slo=%q", slo)), &alerts); err != nil {
+		return "", err
+	}
+	if len(alerts) == 0 {
+		return "", fmt.Errorf("Alertmanager holds no %s page", slo)
+	}
+	type alert struct {
+		Status       string            `json:"status"`
+		Labels       map[string]string `json:"labels"`
+		Annotations  map[string]string `json:"annotations"`
+		StartsAt     time.Time         `json:"startsAt"`
+		EndsAt       time.Time         `json:"endsAt"`
+		GeneratorURL string            `json:"generatorURL"`
+		Fingerprint  string            `json:"fingerprint"`
+	}
+	a := alerts[0]
+	data := map[string]any{
+		"receiver": "pager-page", "status": "firing",
+		"alerts":       []alert{{"firing", a.Labels, a.Annotations, a.StartsAt, a.EndsAt, a.GeneratorURL, a.Fingerprint}},
+		"groupLabels":  map[string]string{"alertname": a.Labels["alertname"]},
+		"commonLabels": a.Labels, "commonAnnotations": a.Annotations, "externalURL": "http://" + l.Addrs.Alertmanager,
+	}
+	dir, err := os.MkdirTemp("", "burnlab-notification")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "data.json")
+	b, err := json.Marshal(data)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		return "", err
+	}
+	amtool := filepath.Join(root, "bin", "amtool")
+	out, err := exec.CommandContext(ctx, amtool, "template", "render",
+		"--template.glob="+filepath.Join(root, "alertmanager", "templates", "*.tmpl"),
+		"--template.text="+`{{ template "burnlab.title" . }}`+"\n"+`{{ template "burnlab.text" . }}`,
+		"--template.data="+file).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("amtool template render: %w: %s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{a.Annotations["burn_rate"], a.Annotations["budget"], a.Annotations["pager_url"], "Burn at firing: ", "Budget: "} {
+		if want == "" || !strings.Contains(text, want) {
+			return text, fmt.Errorf("the notification does not carry %q:\n%s", want, text)
+		}
+	}
+	return text, nil
+}
+
+// WaitHeapBaseline waits until the pager holds a delta heap profile of the
+// gateway (its own pager_delta_profiles_total, read from it, not through
+// Prometheus, whose last scrape may be of a pager since restarted). Taken
+// before the load, or before a fault, it is the "before" the page's heap
+// verdict compares the burn with, as a service that has run a while
+// always has.
+func (l Probe) WaitHeapBaseline(ctx context.Context, within time.Duration) error {
+	for deadline := time.Now().Add(within); ; {
+		n, err := l.pagerDeltas()
+		if n >= 1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the pager took no delta heap profile of the gateway within %s (%v)", within, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// pagerDeltas is pager_delta_profiles_total{result="ok"}, from the pager.
+func (l Probe) pagerDeltas() (float64, error) {
+	text, err := l.pagerPage("/metrics")
+	if err != nil {
+		return 0, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return 0, fmt.Errorf("the pager's metrics: %w", err)
+	}
+	mf, ok := families["pager_delta_profiles_total"]
+	if !ok {
+		return 0, errors.New("the pager has no pager_delta_profiles_total")
+	}
+	for _, m := range mf.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "result" && lp.GetValue() == "ok" {
+				return m.GetCounter().GetValue(), nil
+			}
+		}
+	}
+	return 0, nil
+}
+
+// CheckPage reads the incident's web page and says what of its story it
+// lacks: the sections by their ids, the chart as SVG, the slowest
+// request's ID and the heap's verdict (text as the page escapes it).
+func (l Probe) CheckPage(s Story) error {
+	path := "/incidents/" + url.PathEscape(s.ID)
+	page, err := l.pagerPage(path)
+	if err != nil {
+		return err
+	}
+	for _, m := range []string{`id="burn-pairs"`, `id="burn-chart"`, "<svg", `class="burn-short"`, `class="burn-long"`, `class="threshold"`, `id="budget"`, `id="slowest"`, `id="heap-change"`} {
+		if !strings.Contains(page, m) {
+			return fmt.Errorf("pager web UI %s has no %s", path, m)
+		}
+	}
+	var text []string
+	if f := s.Facts; f != nil {
+		if len(f.Slowest) > 0 {
+			text = append(text, f.Slowest[0].RequestID)
+		}
+		if f.Heap != nil {
+			text = append(text, f.Heap.Words)
+		}
+	}
+	return l.PagerShows(path, text...)
+}

@@ -1,0 +1,59 @@
+package lab
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const storyJSON = `{"id":"x","annotations":{"burn_rate":"2m 9.8x and 4m 8.1x, over 6x","budget":"1.2% of the 10h budget spent, 98.8% left; at the 4m burn (8.1x) it lasts 9h"},
+"facts":{"pair":1,"pairs":[{"short":"30s","long":"1m","short_burn":3.1,"long_burn":2.9,"factor":14.4,"fired":false},
+{"short":"2m","long":"4m","short_burn":9.8,"long_burn":8.1,"factor":6,"fired":true}],
+"budget":{"spent_pct":1.2,"left_pct":98.8,"period":"10h"},
+"slowest":[{"request_id":"r1","tenant":"acme","seconds":1.5},{"request_id":"r2","tenant":"globex","seconds":1.2}],
+"heap":{"changed":true,"function":"burnlab/gateway/internal/transcript.(*Baseline).Append","words":"transcript.(*Baseline).Append grew"}}}`
+
+const storyLog = `{"level":"info","request_id":"r1","tenant":"acme","duration_ms":1500.2,"message":"stream"}
+not json
+{"level":"info","request_id":"r2","tenant":"globex","duration_ms":1200,"message":"stream"}
+`
+
+// The e2e's story check must be able to fail: each fact broken once.
+func TestStoryCheckFailsEachBrokenFact(t *testing.T) {
+	read := func(edit func(string) string) Story {
+		var s Story
+		if err := json.Unmarshal([]byte(edit(storyJSON)), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	same := func(s string) string { return s }
+	if _, err := read(same).Check("transcript.(*Baseline).Append", storyLog); err != nil {
+		t.Fatalf("a whole story: %v", err)
+	}
+	for name, c := range map[string]struct {
+		edit   func(string) string
+		guilty string
+		log    string
+	}{
+		"wrong heap verdict":     {same, "", storyLog},
+		"other function":         {same, "proxy.(*Handler).record", storyLog},
+		"no pair fired":          {func(s string) string { return strings.Replace(s, `"fired":true`, `"fired":false`, 1) }, "transcript.(*Baseline).Append", storyLog},
+		"fired under its factor": {func(s string) string { return strings.Replace(s, `"long_burn":8.1`, `"long_burn":5.9`, 1) }, "transcript.(*Baseline).Append", storyLog},
+		"annotation of the other pair": {func(s string) string {
+			return strings.Replace(s, `2m 9.8x and 4m 8.1x, over 6x`, `30s 3.1x and 1m 2.9x, over 14.4x`, 1)
+		}, "transcript.(*Baseline).Append", storyLog},
+		"no budget":                     {func(s string) string { return strings.Replace(s, `"spent_pct":1.2`, `"spent_pct":0`, 1) }, "transcript.(*Baseline).Append", storyLog},
+		"a request with no log line":    {same, "transcript.(*Baseline).Append", strings.Replace(storyLog, `"r2"`, `"r3"`, 1)},
+		"a request of another tenant":   {same, "transcript.(*Baseline).Append", strings.Replace(storyLog, `"tenant":"globex"`, `"tenant":"acme"`, 1)},
+		"a request of another duration": {same, "transcript.(*Baseline).Append", strings.Replace(storyLog, `1500.2`, `900`, 1)},
+		"not slowest first":             {func(s string) string { return strings.Replace(s, `"seconds":1.2`, `"seconds":1.9`, 1) }, "transcript.(*Baseline).Append", strings.Replace(storyLog, `1200`, `1900`, 1)},
+		"heap not compared": {func(s string) string {
+			return strings.Replace(s, `"changed":true`, `"changed":false,"error":"no delta"`, 1)
+		}, "", storyLog},
+	} {
+		if _, err := read(c.edit).Check(c.guilty, c.log); err == nil {
+			t.Errorf("%s: Check passed", name)
+		}
+	}
+}

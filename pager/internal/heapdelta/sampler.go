@@ -178,7 +178,7 @@ type Sample struct {
 type Sampler struct {
 	cfg     Config
 	url     string
-	clock   clock
+	clock   Clock
 	results *prometheus.CounterVec
 	seconds prometheus.Histogram
 	// mu guards samples, oldest first, at most cfg.Keep of them.
@@ -198,7 +198,7 @@ func New(cfg Config, reg prometheus.Registerer) *Sampler {
 	s := &Sampler{
 		cfg:   cfg,
 		url:   u,
-		clock: realClock{},
+		clock: RealClock{},
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pager_delta_profiles_total", Help: "Delta heap profiles fetched from the gateway, by result; failed ones are not kept.",
 		}, []string{"result"}),
@@ -314,20 +314,21 @@ func (s *Sampler) fetch(ctx context.Context) (Sample, error) {
 // cumulative one.
 var errNotDelta = errors.New("a profile without a duration, not a delta: check that the URL is net/http/pprof's allocs endpoint, reached by no proxy that drops its seconds query")
 
-// clock is the time the deltas are stamped and spaced in; a test's is a
-// fake one it moves on.
-type clock interface {
+// Clock is the time the deltas are stamped and spaced in, and the pager's
+// captures are timed by; a test's is a fake one it moves on.
+type Clock interface {
 	Now() time.Time
 	// Sleep waits d (more than 0), or until ctx ends: then it returns
 	// ctx's error.
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-type realClock struct{}
+// RealClock is the time of day.
+type RealClock struct{}
 
-func (realClock) Now() time.Time { return time.Now() }
+func (RealClock) Now() time.Time { return time.Now() }
 
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -51,29 +51,6 @@ func (h *Handler) register(accepted []store.Accepted) []capture {
 	return out
 }
 
-// clock is the time the captures' windows are measured in; a test's is a
-// fake one it moves on.
-type clock interface {
-	Now() time.Time
-	// Sleep waits d (more than 0), or until ctx ends.
-	Sleep(ctx context.Context, d time.Duration) error
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // profileName is the file a page's profile is kept in, under the profiles
 // directory: made only of the alert's validated fingerprint, its start and
 // a fixed suffix ("" at page time, "-after" once resolved).

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"burnlab/pager/internal/heapdelta"
 	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
 	"burnlab/shared/openai"
@@ -121,7 +122,7 @@ type Handler struct {
 	stopCaptures context.CancelFunc
 	waits        context.Context
 	stopWaits    context.CancelFunc
-	clock        clock
+	clock        heapdelta.Clock
 	// fetching holds a token per fetch in flight (MaxFetches).
 	fetching chan struct{}
 	// mu guards pageCaptures and last.
@@ -162,7 +163,7 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 		cfg:          cfg,
 		mux:          http.NewServeMux(),
 		pageCaptures: map[string]chan struct{}{},
-		clock:        realClock{},
+		clock:        heapdelta.RealClock{},
 		fetching:     make(chan struct{}, cfg.MaxFetches),
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pager_notifications_total", Help: "Alert notifications accepted (retries excluded), by severity (page, ticket or other) and status.",

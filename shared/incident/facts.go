@@ -71,8 +71,8 @@ func (p PairBurn) Windows() string {
 
 // Budget is the SLO's error budget when the alert fired.
 //
-//	spent % = 100 × slo:period_burn_rate:ratio (the share of the budget
-//	          the SLI spent over the last SLO period)
+//	spent % = 100 × the mean error ratio over the last SLO period ÷ the
+//	          budget (shared/slo.SpentExpr: the steps with traffic only)
 //	left %  = 100 − spent %
 //	runs out in = (left % / 100) × period / b
 //

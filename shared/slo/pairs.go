@@ -80,3 +80,34 @@ func parseWindow(s string) (time.Duration, error) {
 	}
 	return time.Duration(d), nil
 }
+
+// SpentExpr is the PromQL of the share of its error budget the SLO id
+// spent over the last period: the mean of its error ratio over window w,
+// taken at SpentSteps steps at most (at steps of w when the period holds
+// fewer), over the steps that had traffic, divided by the budget. Sloth's
+// slo:period_burn_rate:ratio is the same mean, but one step with no
+// traffic (0/0: NaN) makes it NaN for a whole period, as a lab that
+// starts idle is for its first ten hours; `>= 0` drops those steps. The
+// bound keeps the query small enough for an annotation evaluated every
+// few seconds while the alert fires (promtool's test engine refuses a
+// 30-day subquery at 5-minute steps).
+func SpentExpr(id string, w, period time.Duration) string {
+	step := max(w, (period / SpentSteps).Round(time.Second))
+	return fmt.Sprintf(`avg_over_time((slo:sli_error:ratio_rate%s{sloth_id=%q} >= 0)[%s:%s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id=%q}`,
+		model.Duration(w), id, model.Duration(period), model.Duration(step), id)
+}
+
+// SpentSteps bounds the steps SpentExpr averages over.
+const SpentSteps = 2000
+
+// Shortest is the shortest window of pairs (0 with none): the finest mean
+// of the error ratio SpentExpr can take.
+func Shortest(pairs []Pair) time.Duration {
+	var w time.Duration
+	for _, p := range pairs {
+		if w == 0 || p.Short < w {
+			w = p.Short
+		}
+	}
+	return w
+}

@@ -27,3 +27,22 @@ func TestParsePairsRefusesWhatIsNotThem(t *testing.T) {
 		}
 	}
 }
+
+// The budget's mean drops steps with no traffic, and stays within
+// SpentSteps steps however long the period.
+func TestSpentExpr(t *testing.T) {
+	for _, c := range []struct {
+		w, period time.Duration
+		want      string
+	}{
+		{30 * time.Second, 10 * time.Hour, `avg_over_time((slo:sli_error:ratio_rate30s{sloth_id="x"} >= 0)[10h:30s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}`},
+		{5 * time.Minute, 30 * 24 * time.Hour, `avg_over_time((slo:sli_error:ratio_rate5m{sloth_id="x"} >= 0)[30d:21m36s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}`},
+	} {
+		if got := SpentExpr("x", c.w, c.period); got != c.want {
+			t.Errorf("SpentExpr(%s, %s) =\n%s\nwant\n%s", c.w, c.period, got, c.want)
+		}
+	}
+	if w := Shortest([]Pair{{Short: 2 * time.Minute}, {Short: 30 * time.Second}}); w != 30*time.Second {
+		t.Errorf("Shortest = %s", w)
+	}
+}

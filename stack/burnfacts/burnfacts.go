@@ -23,9 +23,10 @@
 //     which the pager reads (shared/slo.ParsePairs) to chart and query them;
 //   - burn_rate: each window of the pair that fired and its threshold
 //     ("2m 9.8x and 4m 8.1x, over 6x"), or every pair's when none is over;
-//   - budget: spent = Sloth's slo:period_burn_rate:ratio (the budget spent
-//     over the last P), left = 1 − spent, and at the burn over the long
-//     window of the pair that fired (b), left × P / b until it is gone.
+//   - budget: spent = the mean error ratio over the last P ÷ B (as Sloth's
+//     slo:period_burn_rate:ratio, but over the steps with traffic:
+//     shared/slo.SpentExpr), left = 1 − spent, and at the burn over the
+//     long window of the pair that fired (b), left × P / b until it is gone.
 //
 // The annotations go first in each alert's annotations; every other byte
 // of Sloth's file is kept, so a regeneration compares with the committed
@@ -175,10 +176,10 @@ func (a Alert) burnRate() string {
 func (a Alert) budget(period time.Duration) string {
 	var b strings.Builder
 	b.WriteString(a.burns())
-	sel := fmt.Sprintf("{sloth_id=%q}", a.ID)
+	spent := slo.SpentExpr(a.ID, slo.Shortest(a.Pairs), period)
 	for _, q := range []struct{ v, expr string }{
-		{"$spent", "slo:period_burn_rate:ratio" + sel + " * 100"},
-		{"$left", "slo:period_error_budget_remaining:ratio" + sel + " * 100"},
+		{"$spent", "100 * " + spent},
+		{"$left", "100 - 100 * " + spent},
 	} {
 		fmt.Fprintf(&b, "{{ %s := -1000.0 }}{{ with query `%s` }}{{ %s = . | first | value }}{{ end }}", q.v, q.expr, q.v)
 	}
@@ -190,7 +191,7 @@ func (a Alert) budget(period time.Duration) string {
 		fmt.Fprintf(&b, "{{ if %s }}{{ $w = %q }}{{ $b = $l%d }}{{ end }}", fired(i, p), window(p.Long), i)
 	}
 	// left × P / b, in PromQL: a template has no arithmetic.
-	lasts := fmt.Sprintf("slo:period_error_budget_remaining:ratio%s * %d / %%f", sel, int64(period.Seconds()))
+	lasts := fmt.Sprintf("(1 - %s) * %d / %%f", spent, int64(period.Seconds()))
 	fmt.Fprintf(&b, "{{ if lt $spent -999.0 }}no budget figures in Prometheus yet{{ else }}"+
 		`{{ printf "%%.1f" $spent }}%% of the %s budget spent, {{ printf "%%.1f" $left }}%% left`+
 		"{{ if le $left 0.0 }}: none left{{ else if gt $b 0.0 }}; at the %s burn ({{ printf \"%%.1f\" $b }}x) it lasts "+

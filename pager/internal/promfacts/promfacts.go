@@ -4,7 +4,7 @@
 // long it lasts at that burn, and which requests were slowest; and, for
 // the incident's chart, the burn over time. It reads Sloth's recording
 // rules (slo:sli_error:ratio_rate<W>, slo:error_budget:ratio,
-// slo:period_burn_rate:ratio, slo:time_period:days) and the exemplars
+// slo:time_period:days; the budget spent as shared/slo.SpentExpr) and the exemplars
 // Prometheus keeps, through client_golang's API client.
 //
 // Terms: an SLO's error budget B is the share of events it may fail (0.1 %
@@ -168,7 +168,7 @@ func (c *Client) Facts(ctx context.Context, a Alert) incident.Facts {
 		}
 	}
 
-	budget, err := c.budget(ctx, a.SlothID, a.StartsAt, b, long)
+	budget, err := c.budget(ctx, a.SlothID, a.StartsAt, slo.Shortest(pairs), b, long)
 	if err != nil {
 		f.Errors = append(f.Errors, "the budget: "+err.Error())
 	}
@@ -241,27 +241,27 @@ func Choose(pairs []slo.Pair, burns map[time.Duration]*float64) int {
 // budget reads the budget as of at, and how long it lasts at burn b (over
 // window w); see incident.Budget for the formulas. It returns nil when
 // Prometheus has no budget spent to tell.
-func (c *Client) budget(ctx context.Context, id string, at time.Time, b *float64, w time.Duration) (*incident.Budget, error) {
-	spent, err := c.instant(ctx, fmt.Sprintf(`slo:period_burn_rate:ratio{sloth_id=%q}`, id), at)
-	if err != nil {
-		return nil, fmt.Errorf("slo:period_burn_rate:ratio: %w", err)
-	}
-	if spent == nil {
-		return nil, errors.New("no slo:period_burn_rate:ratio of the SLO in Prometheus at the alert's start")
-	}
+func (c *Client) budget(ctx context.Context, id string, at time.Time, shortest time.Duration, b *float64, w time.Duration) (*incident.Budget, error) {
 	days, err := c.instant(ctx, fmt.Sprintf(`slo:time_period:days{sloth_id=%q}`, id), at)
 	if err != nil {
-		err = fmt.Errorf("slo:time_period:days: %w", err)
+		return nil, fmt.Errorf("slo:time_period:days: %w", err)
+	}
+	if days == nil || !(*days > 0) || shortest <= 0 {
+		return nil, errors.New("no SLO period (slo:time_period:days) or window pair in Prometheus at the alert's start")
+	}
+	period := time.Duration(*days * 24 * float64(time.Hour)).Round(time.Second)
+	spent, err := c.instant(ctx, slo.SpentExpr(id, shortest, period), at)
+	if err != nil {
+		return nil, fmt.Errorf("the budget spent: %w", err)
+	}
+	if spent == nil {
+		return nil, fmt.Errorf("no error ratio of the SLO over its %s window with traffic in the last %s", model.Duration(shortest), model.Duration(period))
 	}
 	out := &incident.Budget{SpentPct: 100 * *spent, LeftPct: 100 - 100**spent, Burn: b}
 	if w > 0 {
 		out.BurnWindow = model.Duration(w).String()
 	}
-	var period time.Duration
-	if days != nil && *days > 0 {
-		period = time.Duration(*days * 24 * float64(time.Hour))
-		out.Period, out.PeriodSeconds = model.Duration(period).String(), period.Seconds()
-	}
+	out.Period, out.PeriodSeconds = model.Duration(period).String(), period.Seconds()
 	left := 1 - *spent
 	switch {
 	case left <= 0:
@@ -270,14 +270,12 @@ func (c *Client) budget(ctx context.Context, id string, at time.Time, b *float64
 		out.RunsOut = "unknown: no burn over the " + cmp.Or(out.BurnWindow, "long") + " window"
 	case *b <= 0:
 		out.RunsOut = "not at this burn"
-	case period == 0:
-		out.RunsOut = "unknown: no SLO period (slo:time_period:days)"
 	default:
 		s := left * period.Seconds() / *b
 		out.RunsOutSeconds = &s
 		out.RunsOut = (time.Duration(s * float64(time.Second))).Round(time.Second).String()
 	}
-	return out, err
+	return out, nil
 }
 
 // instant is the value of query at t: the largest of the series it

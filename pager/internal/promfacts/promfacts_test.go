@@ -23,11 +23,11 @@ func alert() Alert {
 // over its factor the slowest pair is the one read over.
 func TestNoDataIsNullAndTheSlowestPairIsChosen(t *testing.T) {
 	prom := promfactstest.New(t)
+	prom.Set("avg_over_time(", "0.25") // the budget spent: before the burns, which its query holds
 	prom.Set("ratio_rate30s{", "NaN")
 	prom.Set("ratio_rate1m{", "30")
 	prom.Set("ratio_rate2m{", "") // no series
 	prom.Set("ratio_rate4m{", "2")
-	prom.Set("period_burn_rate", "0.25")
 	prom.Set("time_period", "0.4166666666666667")
 	c, err := New(prom.URL, nil)
 	if err != nil {
@@ -61,8 +61,8 @@ func TestTheBudgetSaysWhenItDoesNotRunOut(t *testing.T) {
 		{"0.5", "", "unknown: no burn over the 4m window"},
 	} {
 		prom := promfactstest.New(t)
+		prom.Set("avg_over_time(", c.spent)
 		prom.Set("ratio_rate", c.burn)
-		prom.Set("period_burn_rate", c.spent)
 		prom.Set("time_period", "30")
 		client, _ := New(prom.URL, nil)
 		f := client.Facts(context.Background(), alert())
@@ -72,7 +72,7 @@ func TestTheBudgetSaysWhenItDoesNotRunOut(t *testing.T) {
 	}
 	prom := promfactstest.New(t)
 	client, _ := New(prom.URL, nil)
-	if f := client.Facts(context.Background(), alert()); f.Budget != nil || !strings.Contains(strings.Join(f.Errors, ";"), "the budget: no slo:period_burn_rate:ratio") {
+	if f := client.Facts(context.Background(), alert()); f.Budget != nil || !strings.Contains(strings.Join(f.Errors, ";"), "the budget: no SLO period") {
 		t.Errorf("no budget figures: %+v, %q", f.Budget, f.Errors)
 	}
 }

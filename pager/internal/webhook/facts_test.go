@@ -25,6 +25,7 @@ import (
 	"burnlab/pager/internal/promfacts/promfactstest"
 	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
+	"burnlab/shared/slo"
 	"burnlab/shared/syncbuf"
 )
 
@@ -130,11 +131,11 @@ func near(got *float64, want float64) bool {
 // and the one during it.
 func TestANewPageGetsItsFacts(t *testing.T) {
 	prom := promfactstest.New(t)
-	prom.Set("ratio_rate30s{", "20") // over 14.4, but
-	prom.Set("ratio_rate1m{", "12")  // under: the fast pair did not fire
-	prom.Set("ratio_rate2m{", "9.8") // the slow pair fired
-	prom.Set("ratio_rate4m{", "8.1") //
-	prom.Set("period_burn_rate", "0.012")
+	prom.Set("avg_over_time(", "0.012")           // the budget spent, set first: its query holds a window's name too
+	prom.Set("ratio_rate30s{", "20")              // over 14.4, but
+	prom.Set("ratio_rate1m{", "12")               // under: the fast pair did not fire
+	prom.Set("ratio_rate2m{", "9.8")              // the slow pair fired
+	prom.Set("ratio_rate4m{", "8.1")              //
 	prom.Set("time_period", "0.4166666666666667") // 10 h
 	start := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Second)
 	// Two series of exemplars: r15 twice, the slowest 1.7 s.
@@ -184,7 +185,9 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 			t.Errorf("%s read at %s, want the alert's start %s", q.Query, q.Time, start)
 		case q.Path == "/api/v1/query_exemplars" && (q.Query != exemplarSeries || !q.Start.Equal(burnFrom) || !q.End.Equal(start)):
 			t.Errorf("exemplars asked %+v, want %s from the burn's start, %s", q, exemplarSeries, burnFrom)
-		case strings.Contains(q.Query, "ratio_rate") && !strings.Contains(q.Query, `{sloth_id="llm-gateway-stream-latency"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="llm-gateway-stream-latency"}`):
+		case strings.HasPrefix(q.Query, "avg_over_time(") && q.Query != slo.SpentExpr("llm-gateway-stream-latency", 30*time.Second, 10*time.Hour):
+			t.Errorf("budget query %s, want the 30s error ratio's mean over the 10h period", q.Query)
+		case strings.HasPrefix(q.Query, "slo:sli_error") && !strings.Contains(q.Query, `{sloth_id="llm-gateway-stream-latency"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="llm-gateway-stream-latency"}`):
 			t.Errorf("burn query %s", q.Query)
 		}
 	}
@@ -311,7 +314,8 @@ func TestPrometheusDownOrHangingNeverDelaysThePage(t *testing.T) {
 // annotation gets no exemplar query, and no error.
 func TestPayloadTextIsCheckedBeforeItIsQueried(t *testing.T) {
 	prom := promfactstest.New(t)
-	prom.Set("period_burn_rate", "0.5")
+	prom.Set("avg_over_time(", "0.5")
+	prom.Set("time_period", "0.4166666666666667")
 	start := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 	cases := []struct {
 		name    string

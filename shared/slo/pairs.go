@@ -90,24 +90,37 @@ func parseWindow(s string) (time.Duration, error) {
 // starts idle is for its first ten hours; `>= 0` drops those steps. The
 // bound keeps the query small enough for an annotation evaluated every
 // few seconds while the alert fires (promtool's test engine refuses a
-// 30-day subquery at 5-minute steps).
-func SpentExpr(id string, w, period time.Duration) string {
+// 30-day subquery at 5-minute steps). A Prometheus younger than a step
+// has no step with traffic; then the ratio over the longest window, which
+// holds all its history, is the period's.
+func SpentExpr(id string, w, longest, period time.Duration) string {
 	step := max(w, (period / SpentSteps).Round(time.Second))
-	return fmt.Sprintf(`avg_over_time((slo:sli_error:ratio_rate%s{sloth_id=%q} >= 0)[%s:%s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id=%q}`,
-		model.Duration(w), id, model.Duration(period), model.Duration(step), id)
+	budget := fmt.Sprintf(`on(sloth_id) group_left slo:error_budget:ratio{sloth_id=%q}`, id)
+	return fmt.Sprintf(`(avg_over_time((slo:sli_error:ratio_rate%s{sloth_id=%q} >= 0)[%s:%s]) / %s) or (slo:sli_error:ratio_rate%s{sloth_id=%q} / %s)`,
+		model.Duration(w), id, model.Duration(period), model.Duration(step), budget, model.Duration(longest), id, budget)
 }
 
 // SpentSteps bounds the steps SpentExpr averages over.
 const SpentSteps = 2000
 
-// Shortest is the shortest window of pairs (0 with none): the finest mean
-// of the error ratio SpentExpr can take.
+// Shortest and Longest are the shortest and the longest window of pairs
+// (0 with none): the finest mean of the error ratio SpentExpr can take,
+// and the window it falls back on.
 func Shortest(pairs []Pair) time.Duration {
 	var w time.Duration
 	for _, p := range pairs {
 		if w == 0 || p.Short < w {
 			w = p.Short
 		}
+	}
+	return w
+}
+
+// Longest: see Shortest.
+func Longest(pairs []Pair) time.Duration {
+	var w time.Duration
+	for _, p := range pairs {
+		w = max(w, p.Long)
 	}
 	return w
 }

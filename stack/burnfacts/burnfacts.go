@@ -176,7 +176,7 @@ func (a Alert) burnRate() string {
 func (a Alert) budget(period time.Duration) string {
 	var b strings.Builder
 	b.WriteString(a.burns())
-	spent := slo.SpentExpr(a.ID, slo.Shortest(a.Pairs), period)
+	spent := slo.SpentExpr(a.ID, slo.Shortest(a.Pairs), slo.Longest(a.Pairs), period)
 	for _, q := range []struct{ v, expr string }{
 		{"$spent", "100 * " + spent},
 		{"$left", "100 - 100 * " + spent},

@@ -43,7 +43,10 @@ func TestStoryCheckFailsEachBrokenFact(t *testing.T) {
 		"annotation of the other pair": {func(s string) string {
 			return strings.Replace(s, `2m 9.8x and 4m 8.1x, over 6x`, `30s 3.1x and 1m 2.9x, over 14.4x`, 1)
 		}, "transcript.(*Baseline).Append", storyLog},
-		"no budget":                     {func(s string) string { return strings.Replace(s, `"spent_pct":1.2`, `"spent_pct":0`, 1) }, "transcript.(*Baseline).Append", storyLog},
+		"budget not adding up": {func(s string) string { return strings.Replace(s, `"spent_pct":1.2`, `"spent_pct":0`, 1) }, "transcript.(*Baseline).Append", storyLog},
+		"no budget": {func(s string) string {
+			return strings.Replace(s, `"budget":{"spent_pct":1.2,"left_pct":98.8,"period":"10h"},`, ``, 1)
+		}, "transcript.(*Baseline).Append", storyLog},
 		"a request with no log line":    {same, "transcript.(*Baseline).Append", strings.Replace(storyLog, `"r2"`, `"r3"`, 1)},
 		"a request of another tenant":   {same, "transcript.(*Baseline).Append", strings.Replace(storyLog, `"tenant":"globex"`, `"tenant":"acme"`, 1)},
 		"a request of another duration": {same, "transcript.(*Baseline).Append", strings.Replace(storyLog, `1500.2`, `900`, 1)},

@@ -168,7 +168,7 @@ func (c *Client) Facts(ctx context.Context, a Alert) incident.Facts {
 		}
 	}
 
-	budget, err := c.budget(ctx, a.SlothID, a.StartsAt, slo.Shortest(pairs), b, long)
+	budget, err := c.budget(ctx, a.SlothID, a.StartsAt, pairs, b, long)
 	if err != nil {
 		f.Errors = append(f.Errors, "the budget: "+err.Error())
 	}
@@ -241,7 +241,8 @@ func Choose(pairs []slo.Pair, burns map[time.Duration]*float64) int {
 // budget reads the budget as of at, and how long it lasts at burn b (over
 // window w); see incident.Budget for the formulas. It returns nil when
 // Prometheus has no budget spent to tell.
-func (c *Client) budget(ctx context.Context, id string, at time.Time, shortest time.Duration, b *float64, w time.Duration) (*incident.Budget, error) {
+func (c *Client) budget(ctx context.Context, id string, at time.Time, pairs []slo.Pair, b *float64, w time.Duration) (*incident.Budget, error) {
+	shortest := slo.Shortest(pairs)
 	days, err := c.instant(ctx, fmt.Sprintf(`slo:time_period:days{sloth_id=%q}`, id), at)
 	if err != nil {
 		return nil, fmt.Errorf("slo:time_period:days: %w", err)
@@ -250,12 +251,12 @@ func (c *Client) budget(ctx context.Context, id string, at time.Time, shortest t
 		return nil, errors.New("no SLO period (slo:time_period:days) or window pair in Prometheus at the alert's start")
 	}
 	period := time.Duration(*days * 24 * float64(time.Hour)).Round(time.Second)
-	spent, err := c.instant(ctx, slo.SpentExpr(id, shortest, period), at)
+	spent, err := c.instant(ctx, slo.SpentExpr(id, shortest, slo.Longest(pairs), period), at)
 	if err != nil {
 		return nil, fmt.Errorf("the budget spent: %w", err)
 	}
 	if spent == nil {
-		return nil, fmt.Errorf("no error ratio of the SLO over its %s window with traffic in the last %s", model.Duration(shortest), model.Duration(period))
+		return nil, fmt.Errorf("no error ratio of the SLO over its %s window with traffic in the last %s, nor over its %s window", model.Duration(shortest), model.Duration(period), model.Duration(slo.Longest(pairs)))
 	}
 	out := &incident.Budget{SpentPct: 100 * *spent, LeftPct: 100 - 100**spent, Burn: b}
 	if w > 0 {

@@ -219,9 +219,6 @@ func TestEndToEnd(t *testing.T) {
 		fail("%v", err)
 	}
 	say("the incident page shows the burn pairs, the burn chart, the budget, the slowest requests and the heap's verdict")
-	if err := inABrowser(ctx, l.Probe, page.ID, "regression", guilty); err != nil {
-		fail("%v", err)
-	}
 	note, err := l.Notification(ctx, root, "stream-latency")
 	if err != nil {
 		fail("%v", err)
@@ -265,6 +262,13 @@ func TestEndToEnd(t *testing.T) {
 		if !(math.Abs(g/want-1) <= regressionBound) {
 			fail("the baseline burns %.1fx, the calibration expected %.1fx (±%.0f %%)", g, want, 100*regressionBound)
 		}
+	}
+
+	// The page in a browser, once the burn is measured: Chromium's start
+	// takes this 2-core machine's CPU for seconds, which the baseline's
+	// streams would count as latency.
+	if err := inABrowser(ctx, l.Probe, page.ID, "regression", guilty); err != nil {
+		fail("%v", err)
 	}
 
 	// 2. Switch to fixed: the page resolves and no new one fires.

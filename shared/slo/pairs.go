@@ -116,7 +116,7 @@ func Shortest(pairs []Pair) time.Duration {
 	return w
 }
 
-// Longest: see Shortest.
+// Longest is the longest window of pairs: see Shortest.
 func Longest(pairs []Pair) time.Duration {
 	var w time.Duration
 	for _, p := range pairs {

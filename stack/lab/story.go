@@ -194,7 +194,7 @@ func (l Probe) Notification(ctx context.Context, root, slo string) (string, erro
 		return "", err
 	}
 	if len(alerts) == 0 {
-		return "", fmt.Errorf("Alertmanager holds no %s page", slo)
+		return "", fmt.Errorf("no %s page in Alertmanager", slo)
 	}
 	type alert struct {
 		Status       string            `json:"status"`

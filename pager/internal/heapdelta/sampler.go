@@ -326,8 +326,10 @@ type Clock interface {
 // RealClock is the time of day.
 type RealClock struct{}
 
+// Now is time.Now.
 func (RealClock) Now() time.Time { return time.Now() }
 
+// Sleep waits on a timer, which it stops when ctx ends first.
 func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -362,7 +362,7 @@ func (c *Client) burnStart(ctx context.Context, id string, p slo.Pair, at time.T
 	}
 	m, ok := v.(model.Matrix)
 	if !ok {
-		return time.Time{}, fmt.Errorf("Prometheus answered a %s, want a matrix", v.Type())
+		return time.Time{}, fmt.Errorf("the query answered a %s from Prometheus, want a matrix", v.Type())
 	}
 	pts := onGrid(m, from, to, step)
 	// A short window that is not burning at the alert's start (no data,

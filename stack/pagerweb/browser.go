@@ -40,8 +40,10 @@ func Open(ctx context.Context, dir string) (*Browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	// dir is the caller's: a test's temporary directory or the user's
+	// BURNLAB_SCREENSHOTS.
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // G703: see above
+		return nil, fmt.Errorf("screenshots: %w", err)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900))

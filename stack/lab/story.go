@@ -182,20 +182,8 @@ func logLines(log string) map[string]logLine {
 // carry the burn of both windows, the budget and the link: what someone
 // who reads only the message needs.
 func (l Probe) Notification(ctx context.Context, root, slo string) (string, error) {
-	var alerts []struct {
-		Labels       map[string]string `json:"labels"`
-		Annotations  map[string]string `json:"annotations"`
-		StartsAt     time.Time         `json:"startsAt"`
-		EndsAt       time.Time         `json:"endsAt"`
-		GeneratorURL string            `json:"generatorURL"`
-		Fingerprint  string            `json:"fingerprint"`
-	}
-	if err := getJSON("http://"+l.Addrs.Alertmanager+"/api/v2/alerts?filter="+url.QueryEscape(`severity="page"`)+"&filter="+url.QueryEscape(fmt.Sprintf("sloth_slo=%q", slo)), &alerts); err != nil {
-		return "", err
-	}
-	if len(alerts) == 0 {
-		return "", fmt.Errorf("no %s page in Alertmanager", slo)
-	}
+	// An alert of the webhook's payload, which amtool renders; Alertmanager's
+	// v2 API holds the same fields but for its status, an object there.
 	type alert struct {
 		Status       string            `json:"status"`
 		Labels       map[string]string `json:"labels"`
@@ -205,10 +193,21 @@ func (l Probe) Notification(ctx context.Context, root, slo string) (string, erro
 		GeneratorURL string            `json:"generatorURL"`
 		Fingerprint  string            `json:"fingerprint"`
 	}
-	a := alerts[0]
+	var alerts []struct {
+		alert
+		Status json.RawMessage `json:"status"`
+	}
+	if err := getJSON("http://"+l.Addrs.Alertmanager+"/api/v2/alerts?filter="+url.QueryEscape(`severity="page"`)+"&filter="+url.QueryEscape(fmt.Sprintf("sloth_slo=%q", slo)), &alerts); err != nil {
+		return "", err
+	}
+	if len(alerts) == 0 {
+		return "", fmt.Errorf("no %s page in Alertmanager", slo)
+	}
+	a := alerts[0].alert
+	a.Status = "firing"
 	data := map[string]any{
 		"receiver": "pager-page", "status": "firing",
-		"alerts":       []alert{{"firing", a.Labels, a.Annotations, a.StartsAt, a.EndsAt, a.GeneratorURL, a.Fingerprint}},
+		"alerts":       []alert{a},
 		"groupLabels":  map[string]string{"alertname": a.Labels["alertname"]},
 		"commonLabels": a.Labels, "commonAnnotations": a.Annotations, "externalURL": "http://" + l.Addrs.Alertmanager,
 	}

@@ -185,7 +185,7 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 			t.Errorf("%s read at %s, want the alert's start %s", q.Query, q.Time, start)
 		case q.Path == "/api/v1/query_exemplars" && (q.Query != exemplarSeries || !q.Start.Equal(burnFrom) || !q.End.Equal(start)):
 			t.Errorf("exemplars asked %+v, want %s from the burn's start, %s", q, exemplarSeries, burnFrom)
-		case strings.HasPrefix(q.Query, "(avg_over_time(") && q.Query != slo.SpentExpr("llm-gateway-stream-latency", 30*time.Second, 4*time.Minute, 10*time.Hour):
+		case strings.HasPrefix(q.Query, "((avg_over_time(") && q.Query != slo.SpentExpr("llm-gateway-stream-latency", 30*time.Second, 4*time.Minute, 10*time.Hour):
 			t.Errorf("budget query %s, want the 30s error ratio's mean over the 10h period", q.Query)
 		case strings.HasPrefix(q.Query, "slo:sli_error") && !strings.Contains(q.Query, `{sloth_id="llm-gateway-stream-latency"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="llm-gateway-stream-latency"}`):
 			t.Errorf("burn query %s", q.Query)

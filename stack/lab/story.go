@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,8 +118,13 @@ func (s Story) Check(guilty, gatewayLog string) ([]string, error) {
 	if b == nil || !(b.SpentPct >= 0) || math.Abs(b.SpentPct+b.LeftPct-100) > 0.01 || b.Period == "" {
 		return nil, fmt.Errorf("budget at detection: %+v, want spent + left = 100 %%, a period (errors: %v)", b, f.Errors)
 	}
-	if !strings.Contains(s.Annotations["budget"], "budget spent") {
-		return nil, fmt.Errorf("the budget annotation %q does not say the budget spent", s.Annotations["budget"])
+	// The annotation is Prometheus's own figure, taken at its last
+	// evaluation before the notification: it may differ from the pager's,
+	// read at the alert's start, but it must add up.
+	if m := budgetWords.FindStringSubmatch(s.Annotations["budget"]); m == nil {
+		return nil, fmt.Errorf("the budget annotation %q does not say the budget spent and left", s.Annotations["budget"])
+	} else if spent, left := parseFloat(m[1]), parseFloat(m[2]); !(spent >= 0) || math.Abs(spent+left-100) > 0.15 {
+		return nil, fmt.Errorf("the budget annotation %q: spent %g %% and left %g %% do not make 100 %%", s.Annotations["budget"], spent, left)
 	}
 	said = append(said, fmt.Sprintf("budget at detection: %.2f %% of the %s budget spent, %.2f %% left; annotation: %s", b.SpentPct, b.Period, b.LeftPct, s.Annotations["budget"]))
 	if len(f.Slowest) == 0 {
@@ -313,4 +320,17 @@ func (l Probe) CheckPage(s Story) error {
 		}
 	}
 	return l.PagerShows(path, text...)
+}
+
+// budgetWords reads the budget annotation's figures (stack/burnfacts),
+// each printed to one decimal.
+var budgetWords = regexp.MustCompile(`^(-?[0-9]+\.[0-9])% of the \S+ budget spent, (-?[0-9]+\.[0-9])% left`)
+
+// parseFloat reads a figure budgetWords matched: NaN if it is none.
+func parseFloat(s string) float64 {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
 }

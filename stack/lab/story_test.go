@@ -44,6 +44,12 @@ func TestStoryCheckFailsEachBrokenFact(t *testing.T) {
 			return strings.Replace(s, `2m 9.8x and 4m 8.1x, over 6x`, `30s 3.1x and 1m 2.9x, over 14.4x`, 1)
 		}, "transcript.(*Baseline).Append", storyLog},
 		"budget not adding up": {func(s string) string { return strings.Replace(s, `"spent_pct":1.2`, `"spent_pct":0`, 1) }, "transcript.(*Baseline).Append", storyLog},
+		"budget annotation not adding up": {func(s string) string {
+			return strings.Replace(s, `98.8% left`, `1.2% left`, 1)
+		}, "transcript.(*Baseline).Append", storyLog},
+		"budget annotation without figures": {func(s string) string {
+			return strings.Replace(s, `1.2% of the 10h budget spent, 98.8% left`, `no budget figures in Prometheus yet`, 1)
+		}, "transcript.(*Baseline).Append", storyLog},
 		"no budget": {func(s string) string {
 			return strings.Replace(s, `"budget":{"spent_pct":1.2,"left_pct":98.8,"period":"10h"},`, ``, 1)
 		}, "transcript.(*Baseline).Append", storyLog},

@@ -92,14 +92,16 @@ func parseWindow(s string) (time.Duration, error) {
 // few seconds while the alert fires (promtool's test engine refuses a
 // 30-day subquery at 5-minute steps). A Prometheus younger than a step
 // has no step with traffic; then the ratio over the longest window, which
-// holds all its history, is the period's. The expression is in
+// holds all its history, is the period's: `or on(sloth_id)`, since the
+// two windows' recordings differ in their sloth_window label, and a plain
+// `or` would return both. The expression is in
 // parentheses whole, so that an arithmetic operator around it (100 * …)
 // applies to either branch of its `or`, which binds loosest of PromQL's
 // operators.
 func SpentExpr(id string, w, longest, period time.Duration) string {
 	step := max(w, (period / SpentSteps).Round(time.Second))
 	budget := fmt.Sprintf(`on(sloth_id) group_left slo:error_budget:ratio{sloth_id=%q}`, id)
-	return fmt.Sprintf(`((avg_over_time((slo:sli_error:ratio_rate%s{sloth_id=%q} >= 0)[%s:%s]) / %s) or (slo:sli_error:ratio_rate%s{sloth_id=%q} / %s))`,
+	return fmt.Sprintf(`((avg_over_time((slo:sli_error:ratio_rate%s{sloth_id=%q} >= 0)[%s:%s]) / %s) or on(sloth_id) (slo:sli_error:ratio_rate%s{sloth_id=%q} / %s))`,
 		model.Duration(w), id, model.Duration(period), model.Duration(step), budget, model.Duration(longest), id, budget)
 }
 

@@ -35,8 +35,8 @@ func TestSpentExpr(t *testing.T) {
 		w, period time.Duration
 		want      string
 	}{
-		{30 * time.Second, 10 * time.Hour, `((avg_over_time((slo:sli_error:ratio_rate30s{sloth_id="x"} >= 0)[10h:30s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or (slo:sli_error:ratio_rate4m{sloth_id="x"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}))`},
-		{5 * time.Minute, 30 * 24 * time.Hour, `((avg_over_time((slo:sli_error:ratio_rate5m{sloth_id="x"} >= 0)[30d:21m36s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or (slo:sli_error:ratio_rate4m{sloth_id="x"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}))`},
+		{30 * time.Second, 10 * time.Hour, `((avg_over_time((slo:sli_error:ratio_rate30s{sloth_id="x"} >= 0)[10h:30s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (slo:sli_error:ratio_rate4m{sloth_id="x"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}))`},
+		{5 * time.Minute, 30 * 24 * time.Hour, `((avg_over_time((slo:sli_error:ratio_rate5m{sloth_id="x"} >= 0)[30d:21m36s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (slo:sli_error:ratio_rate4m{sloth_id="x"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}))`},
 	} {
 		if got := SpentExpr("x", c.w, 4*time.Minute, c.period); got != c.want {
 			t.Errorf("SpentExpr(%s, %s) =\n%s\nwant\n%s", c.w, c.period, got, c.want)

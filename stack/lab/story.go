@@ -118,13 +118,17 @@ func (s Story) Check(guilty, gatewayLog string) ([]string, error) {
 	if b == nil || !(b.SpentPct >= 0) || math.Abs(b.SpentPct+b.LeftPct-100) > 0.01 || b.Period == "" {
 		return nil, fmt.Errorf("budget at detection: %+v, want spent + left = 100 %%, a period (errors: %v)", b, f.Errors)
 	}
-	// The annotation is Prometheus's own figure, taken at its last
-	// evaluation before the notification: it may differ from the pager's,
-	// read at the alert's start, but it must add up.
+	// The annotation is Prometheus's own figure, from the evaluation that
+	// fired the alert: the instant the pager reads its figures at, from the
+	// same expression (shared/slo.SpentExpr). It must add up, and agree
+	// with the pager's to its one decimal (with 1 % of room, for a rule
+	// group that evaluated across a recording's write).
 	if m := budgetWords.FindStringSubmatch(s.Annotations["budget"]); m == nil {
 		return nil, fmt.Errorf("the budget annotation %q does not say the budget spent and left", s.Annotations["budget"])
 	} else if spent, left := parseFloat(m[1]), parseFloat(m[2]); !(spent >= 0) || math.Abs(spent+left-100) > 0.15 {
 		return nil, fmt.Errorf("the budget annotation %q: spent %g %% and left %g %% do not make 100 %%", s.Annotations["budget"], spent, left)
+	} else if math.Abs(spent-b.SpentPct) > 0.1+0.01*b.SpentPct {
+		return nil, fmt.Errorf("the budget annotation says %g %% spent, the pager %.2f %%: one expression at one instant, two answers", spent, b.SpentPct)
 	}
 	said = append(said, fmt.Sprintf("budget at detection: %.2f %% of the %s budget spent, %.2f %% left; annotation: %s", b.SpentPct, b.Period, b.LeftPct, s.Annotations["budget"]))
 	if len(f.Slowest) == 0 {

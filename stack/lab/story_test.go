@@ -47,6 +47,9 @@ func TestStoryCheckFailsEachBrokenFact(t *testing.T) {
 		"budget annotation not adding up": {func(s string) string {
 			return strings.Replace(s, `98.8% left`, `1.2% left`, 1)
 		}, "transcript.(*Baseline).Append", storyLog},
+		"budget annotation and API apart": {func(s string) string {
+			return strings.Replace(s, `1.2% of the 10h budget spent, 98.8% left`, `5.0% of the 10h budget spent, 95.0% left`, 1)
+		}, "transcript.(*Baseline).Append", storyLog},
 		"budget annotation without figures": {func(s string) string {
 			return strings.Replace(s, `1.2% of the 10h budget spent, 98.8% left`, `no budget figures in Prometheus yet`, 1)
 		}, "transcript.(*Baseline).Append", storyLog},

@@ -37,6 +37,7 @@ var envs = map[string]string{
 	"token":               "PAGER_TOKEN",
 	"external-url":        "PAGER_EXTERNAL_URL",
 	"prometheus-url":      "PAGER_PROMETHEUS_URL",
+	"alertmanager-urls":   "PAGER_ALERTMANAGER_URLS",
 	"delta-seconds":       "PAGER_DELTA_SECONDS",
 	"delta-every":         "PAGER_DELTA_EVERY",
 	"delta-keep":          "PAGER_DELTA_KEEP",
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
 	externalURL := fs.String("external-url", "http://127.0.0.1:5001", "the pager's base URL as a browser reaches it: the incidents' links in the API and the log lines")
 	prometheusURL := fs.String("prometheus-url", "http://prometheus:9090", "Prometheus to read a new page's burn, budget and slowest requests from, and its burn chart ('' to disable)")
+	alertmanagerURLs := fs.String("alertmanager-urls", "http://alertmanager:9093", "comma-separated Alertmanagers, every one of an HA set, that a page's heap verdict is posted to, "+
+		"so that the page's receivers get it in a message of their own ('' to disable)")
 	deltaSeconds := fs.Int("delta-seconds", heapdelta.DefaultSeconds, "length of each delta heap profile taken from -profile-url (?seconds=), "+
 		"so a page can compare the gateway's allocation before and during its burn")
 	deltaEvery := fs.Duration("delta-every", heapdelta.DefaultEvery, "time between the starts of two delta heap profiles: longer than -delta-seconds")
@@ -98,6 +101,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("-prometheus-url: %w", err)
 		}
 	}
+	alertmanagers, err := webhook.ParseAlertmanagers(*alertmanagerURLs)
+	if err != nil {
+		return fmt.Errorf("-alertmanager-urls: %w", err)
+	}
 	compacted := func(c store.Compaction) {
 		ev := log.Info()
 		if c.Err != nil {
@@ -121,10 +128,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info().Str("data", *data).Int("incidents", st.Len()).Str("profile_url", *profileURL).
 		Dur("profile_window", *profileWindow).Int("profile_concurrency", *profileConcurrency).
-		Str("prometheus_url", *prometheusURL).Int("delta_seconds", *deltaSeconds).Dur("delta_every", *deltaEvery).Msg("starting")
+		Str("prometheus_url", *prometheusURL).Strs("alertmanagers", alertmanagers).Int("delta_seconds", *deltaSeconds).Dur("delta_every", *deltaEvery).Msg("starting")
 	reg := service.NewRegistry()
 	cfg := webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, ExternalURL: *externalURL,
-		ProfileWindow: *profileWindow, MaxFetches: *profileConcurrency, Prometheus: prom}
+		ProfileWindow: *profileWindow, MaxFetches: *profileConcurrency, Prometheus: prom, Alertmanagers: alertmanagers}
 	// The sampler runs while the server does, and is stopped and waited
 	// for before run returns: a delta open on the gateway is cut short.
 	samplerCtx, stopSampler := context.WithCancel(ctx)

@@ -45,6 +45,7 @@ func (h *Handler) readFacts(a store.Accepted) {
 		ev = ev.Strs("not_read", f.Errors)
 	}
 	ev.Str("incident", a.Incident).Str("facts", f.Summary()).Msg("FACTS at page time")
+	h.postFinding(a.Incident)
 }
 
 // heapChange compares the delta heap profile taken before the burn with

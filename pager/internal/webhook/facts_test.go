@@ -70,8 +70,9 @@ type deltas []heapdelta.Sample
 func (d deltas) Samples() []heapdelta.Sample { return d }
 
 // newFactsPager is a pager reading facts from the Prometheus at promURL
-// ("" for none) and the deltas d (nil for none).
-func newFactsPager(t *testing.T, promURL string, d Deltas, timeout time.Duration) *pager {
+// ("" for none) and the deltas d (nil for none), and posting its findings
+// to the Alertmanagers ams.
+func newFactsPager(t *testing.T, promURL string, d Deltas, timeout time.Duration, ams ...string) *pager {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(dir, store.Options{})
@@ -85,7 +86,7 @@ func newFactsPager(t *testing.T, promURL string, d Deltas, timeout time.Duration
 		}
 	}
 	logs := &syncbuf.Buffer{}
-	h := New(Config{Store: st, Log: zerolog.New(logs), Prometheus: prom, Deltas: d, FactsTimeout: timeout}, prometheus.NewRegistry())
+	h := New(Config{Store: st, Log: zerolog.New(logs), Prometheus: prom, Deltas: d, FactsTimeout: timeout, Alertmanagers: ams, ExternalURL: "http://pager.test"}, prometheus.NewRegistry())
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()

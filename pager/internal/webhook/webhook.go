@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -101,9 +102,13 @@ type Config struct {
 	// Deltas holds the gateway's delta heap profiles, which a new page's
 	// facts compare; nil compares none.
 	Deltas Deltas
-	// FactsTimeout bounds the Prometheus reads of one page's facts;
-	// default DefaultFactsTimeout.
+	// FactsTimeout bounds the Prometheus reads of one page's facts, and
+	// each post of its finding; default DefaultFactsTimeout.
 	FactsTimeout time.Duration
+	// Alertmanagers are the base URLs of the Alertmanagers a page's heap
+	// finding is posted to (findings.go): all of an HA set's; none posts
+	// none.
+	Alertmanagers []string
 }
 
 // Handler serves the webhook endpoints and the incidents API.
@@ -115,6 +120,7 @@ type Handler struct {
 	truncated     prometheus.Counter
 	profiles      *prometheus.CounterVec
 	fetches       *prometheus.CounterVec
+	findings      *prometheus.CounterVec
 	captures      sync.WaitGroup
 	// captureCtx ends the fetches in flight and those waiting for a turn;
 	// waits ends the waits of shots for their window.
@@ -133,6 +139,8 @@ type Handler struct {
 	pageCaptures map[string]chan struct{}
 	// last is the newest shot, started or waiting for its window.
 	last *shot
+	// findingMu is held from a finding's read to its post (postFinding).
+	findingMu sync.Mutex
 	// ordering is held while a notification is stored and its captures
 	// registered (register).
 	ordering sync.Mutex
@@ -180,10 +188,14 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pager_profile_fetches_total", Help: "Heap profiles fetched from -profile-url, by result: at most one per -profile-window.",
 		}, []string{"result"}),
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pager_findings_posted_total", Help: "Posts of a page's heap finding to an Alertmanager of -alertmanager-urls, by result.",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(h.notifications, h.duplicates, h.truncated, h.profiles, h.fetches)
+	reg.MustRegister(h.notifications, h.duplicates, h.truncated, h.profiles, h.fetches, h.findings)
 	for _, r := range []string{"ok", "error"} {
 		h.fetches.WithLabelValues(r)
+		h.findings.WithLabelValues(r)
 	}
 	for _, sev := range []string{"page", "ticket", "other"} {
 		for _, st := range []string{"firing", "resolved"} {
@@ -275,23 +287,19 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 		if receiver == "" {
 			receiver = kind
 		}
-		// Stored and its captures registered in one step: a resolve
-		// stored after its page finds the page's capture to wait for,
-		// however the two requests run.
-		h.ordering.Lock()
-		accepted, err := h.cfg.Store.AddNotification(receiver, kind, p.Alerts, time.Now())
-		var captures []capture
-		if err == nil {
-			captures = h.register(accepted)
-		}
-		h.ordering.Unlock()
+		// The pager's own findings (findings.go) come back from
+		// Alertmanager, routed as their pages are: they are no pages, and
+		// are neither stored nor announced.
+		alerts := slices.DeleteFunc(slices.Clone(p.Alerts), isFinding)
+		findings := len(p.Alerts) - len(alerts)
+		accepted, captures, err := h.keep(receiver, kind, alerts)
 		if err != nil {
 			// Not stored, so not acknowledged: Alertmanager retries.
 			h.cfg.Log.Error().Err(err).Msg("could not store notification")
 			fail(w, http.StatusServiceUnavailable, "could not store the notification; retry")
 			return
 		}
-		h.duplicates.Add(float64(len(p.Alerts) - len(accepted)))
+		h.duplicates.Add(float64(len(alerts) - len(accepted)))
 		if p.TruncatedAlerts > 0 {
 			h.truncated.Add(float64(p.TruncatedAlerts))
 			h.cfg.Log.Warn().Uint64("truncated_alerts", p.TruncatedAlerts).Int("alerts", len(p.Alerts)).Str("group", p.GroupKey).
@@ -304,8 +312,24 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 			h.announce(a, captures[i])
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]int{"accepted": len(accepted), "duplicates": len(p.Alerts) - len(accepted)})
+		json.NewEncoder(w).Encode(map[string]int{"accepted": len(accepted), "duplicates": len(alerts) - len(accepted), "findings": findings})
 	}
+}
+
+// keep stores a notification's alerts and registers their captures in one
+// step: a resolve stored after its page finds the page's capture to wait
+// for, however the two requests run.
+func (h *Handler) keep(receiver, kind string, alerts []store.Alert) ([]store.Accepted, []capture, error) {
+	if len(alerts) == 0 {
+		return nil, nil, nil
+	}
+	h.ordering.Lock()
+	defer h.ordering.Unlock()
+	accepted, err := h.cfg.Store.AddNotification(receiver, kind, alerts, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	return accepted, h.register(accepted), nil
 }
 
 // validate refuses a payload Alertmanager would not send: one alert that
@@ -394,6 +418,9 @@ func (h *Handler) announce(a store.Accepted, c capture) {
 	}
 	if a.NewPage && (h.cfg.Prometheus != nil || h.cfg.Deltas != nil) {
 		h.captures.Go(func() { h.readFacts(a) })
+	}
+	if a.PageResolved {
+		h.captures.Go(func() { h.postFinding(a.Incident) })
 	}
 	if c.after {
 		h.captures.Go(func() {

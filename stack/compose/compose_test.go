@@ -342,8 +342,12 @@ func dialed(t *testing.T, p *types.Project) []addr {
 	}
 	for name, s := range p.Services {
 		for k, v := range s.Environment {
-			if v != nil && strings.HasPrefix(*v, "http") {
-				out = append(out, addr{name + " " + k, hostport(t, *v)})
+			if v == nil || !strings.HasPrefix(*v, "http") {
+				continue
+			}
+			// A list, as PAGER_ALERTMANAGER_URLS is, dials each.
+			for u := range strings.SplitSeq(*v, ",") {
+				out = append(out, addr{name + " " + k, hostport(t, u)})
 			}
 		}
 	}

@@ -281,9 +281,10 @@ func checkEnv(inv *inventory, r *repo, _ Overlay) []string {
 		"LOADGEN_SHARD": "the Indexed Job's pods each send one shard",
 	}
 	differs := map[string]string{
-		"LOADGEN_SHAPE":       "the shape is the ConfigMap's file",
-		"LOADGEN_DURATION":    "a Job ends",
-		"GATEWAY_DRAIN_GRACE": "a Service routes by readiness, so the gateway needs its grace to leave the endpoints before it stops accepting",
+		"LOADGEN_SHAPE":           "the shape is the ConfigMap's file",
+		"LOADGEN_DURATION":        "a Job ends",
+		"GATEWAY_DRAIN_GRACE":     "a Service routes by readiness, so the gateway needs its grace to leave the endpoints before it stops accepting",
+		"PAGER_ALERTMANAGER_URLS": "the operator's Alertmanager replicas are the installer's to list",
 	}
 	var out []string
 	for _, w := range inv.workloads {

@@ -153,14 +153,9 @@ func TestComposeEndToEnd(t *testing.T) {
 	tl.mark(fmt.Sprintf("PROFILE from http://gateway:6060: top alloc_space %s (%.1f%%)", inc.Profile.Top[0].Function, inc.Profile.Top[0].FlatPct))
 	// The page tells its whole story (stack/lab's Story): the pair that
 	// fired, the budget, real slow requests, the heap's verdict; and the
-	// notification's words carry the burn, the budget and the link.
+	// notifications' words carry the burn, the budget, the verdict and the
+	// link.
 	s.story(t, ctx, probe, page.ID, guilty, &tl)
-	note, err := probe.Notification(ctx, root, "stream-latency")
-	if err != nil {
-		t.Errorf("the notification: %v", err)
-	} else {
-		tl.block("the page's notification, as burnlab's Alertmanager template renders it (amtool)", note)
-	}
 
 	// 3. make fixed: only the gateway is recreated, and the page resolves.
 	before := s.ids(ctx)
@@ -286,6 +281,11 @@ func (s *stack) story(t *testing.T, ctx context.Context, probe lab.Probe, id, gu
 		t.Fatal(err)
 	}
 	tl.block("the page's story (API and web page)", strings.Join(told, "\n"))
+	note, err := probe.Notification(ctx, s.root, "stream-latency", story)
+	if err != nil {
+		t.Fatalf("the notification: %v", err)
+	}
+	tl.block("the page's notifications, as burnlab's Alertmanager template renders them (amtool)", note)
 }
 
 // tailShare runs the upstream-tail fault harder than the table's 1 %, so

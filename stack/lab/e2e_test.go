@@ -219,11 +219,11 @@ func TestEndToEnd(t *testing.T) {
 		fail("%v", err)
 	}
 	say("the incident page shows the burn pairs, the burn chart, the budget, the slowest requests and the heap's verdict")
-	note, err := l.Notification(ctx, root, "stream-latency")
+	note, err := l.Notification(ctx, root, "stream-latency", story)
 	if err != nil {
 		fail("%v", err)
 	}
-	say("NOTIFICATION as burnlab's Alertmanager template renders it (amtool):\n%s", note)
+	say("NOTIFICATIONS as burnlab's Alertmanager template renders them (amtool):\n%s", note)
 	// The Grafana dashboard's every query returns data from this Prometheus.
 	queries := dashboardQueries(t, root)
 	var empty []string

@@ -344,7 +344,8 @@ func printMatrix(w io.Writer, rs []*result) {
 
 // tellsItsStory finds the firing page of a in the pager, holds its
 // story to a fixed build's (the pair that fired, the budget, real slow
-// requests, and a heap that did not change) and returns its ID.
+// requests, and a heap that did not change) and its notifications to it,
+// and returns its ID.
 func tellsItsStory(ctx context.Context, l *Lab, a scenario.Alert, say func(string, ...any)) (string, error) {
 	incs, err := l.Incidents()
 	if err != nil {
@@ -365,7 +366,15 @@ func tellsItsStory(ctx context.Context, l *Lab, a scenario.Alert, say func(strin
 		for _, line := range told {
 			say("PAGE %s", line)
 		}
-		return inc.ID, l.CheckPage(story)
+		if err := l.CheckPage(story); err != nil {
+			return "", err
+		}
+		note, err := l.Notification(ctx, l.cfg.Root, a.SLO, story)
+		if err != nil {
+			return "", err
+		}
+		say("NOTIFICATIONS (amtool):\n%s", note)
+		return inc.ID, nil
 	}
 	return "", fmt.Errorf("no firing %s in the pager", a)
 }

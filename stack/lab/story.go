@@ -189,38 +189,101 @@ func logLines(log string) map[string]logLine {
 
 // Notification renders the words burnlab's Alertmanager template gives a
 // receiver that carries text (alertmanager/templates), with amtool, for
-// the alert as Alertmanager holds it (its v2 API), and checks that they
-// carry the burn of both windows, the budget and the link: what someone
-// who reads only the message needs.
-func (l Probe) Notification(ctx context.Context, root, slo string) (string, error) {
-	// An alert of the webhook's payload, which amtool renders; Alertmanager's
-	// v2 API holds the same fields but for its status, an object there.
-	type alert struct {
-		Status       string            `json:"status"`
-		Labels       map[string]string `json:"labels"`
-		Annotations  map[string]string `json:"annotations"`
-		StartsAt     time.Time         `json:"startsAt"`
-		EndsAt       time.Time         `json:"endsAt"`
-		GeneratorURL string            `json:"generatorURL"`
-		Fingerprint  string            `json:"fingerprint"`
+// the alerts as Alertmanager holds them (its v2 API): the page, whose
+// message must carry the burn of both windows, the budget and the link,
+// and the pager's finding on it, a message of its own a group_wait later,
+// which must say the story's heap verdict and link to its page. What
+// someone who reads only the messages needs. It returns both messages.
+func (l Probe) Notification(ctx context.Context, root, slo string, s Story) (string, error) {
+	if s.Facts == nil || s.Facts.Heap == nil {
+		return "", fmt.Errorf("incident %s: no heap verdict to find in the notification", s.ID)
 	}
-	var alerts []struct {
-		alert
-		Status json.RawMessage `json:"status"`
-	}
-	if err := getJSON("http://"+l.Addrs.Alertmanager+"/api/v2/alerts?filter="+url.QueryEscape(`severity="page"`)+"&filter="+url.QueryEscape(fmt.Sprintf("sloth_slo=%q", slo)), &alerts); err != nil {
+	page, err := l.amAlert(ctx, `burnlab_finding=""`, slo, 0)
+	if err != nil {
 		return "", err
 	}
-	if len(alerts) == 0 {
-		return "", fmt.Errorf("no %s page in Alertmanager", slo)
+	pageText, err := render(ctx, root, page)
+	if err != nil {
+		return "", err
 	}
-	a := alerts[0].alert
-	a.Status = "firing"
+	for _, want := range []string{page.Annotations["burn_rate"], page.Annotations["budget"], page.Annotations["pager_url"], "Burn at firing: ", "Budget: "} {
+		if want == "" || !strings.Contains(pageText, want) {
+			return pageText, fmt.Errorf("the page's notification does not carry %q:\n%s", want, pageText)
+		}
+	}
+	// The pager posts its finding once the facts are in, which the story
+	// is: a few seconds at most.
+	finding, err := l.amAlert(ctx, `burnlab_finding="heap"`, slo, 30*time.Second)
+	if err != nil {
+		return pageText, err
+	}
+	findingText, err := render(ctx, root, finding)
+	if err != nil {
+		return pageText, err
+	}
+	verdict := s.Facts.Heap.Words
+	if s.Facts.Heap.Error != "" {
+		verdict = "not compared: " + s.Facts.Heap.Error
+	}
+	for _, want := range []string{"What changed in the gateway's heap during the burn: " + verdict, "/incidents/" + s.ID} {
+		if !strings.Contains(findingText, want) {
+			return pageText + "\n" + findingText, fmt.Errorf("the finding's notification does not carry %q:\n%s", want, findingText)
+		}
+	}
+	return pageText + "\n" + findingText, nil
+}
+
+// notified is an alert of the webhook's payload, which amtool renders;
+// Alertmanager's v2 API holds the same fields but for its status, an
+// object there.
+type notified struct {
+	Status       string            `json:"status"`
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations"`
+	StartsAt     time.Time         `json:"startsAt"`
+	EndsAt       time.Time         `json:"endsAt"`
+	GeneratorURL string            `json:"generatorURL"`
+	Fingerprint  string            `json:"fingerprint"`
+}
+
+// amAlert is the first alert of slo's with severity page and the matcher
+// that Alertmanager holds, waited for up to within.
+func (l Probe) amAlert(ctx context.Context, matcher, slo string, within time.Duration) (notified, error) {
+	u := "http://" + l.Addrs.Alertmanager + "/api/v2/alerts?filter=" + url.QueryEscape(`severity="page"`) +
+		"&filter=" + url.QueryEscape(matcher) + "&filter=" + url.QueryEscape(fmt.Sprintf("sloth_slo=%q", slo))
+	for deadline := time.Now().Add(within); ; {
+		var alerts []struct {
+			notified
+			Status json.RawMessage `json:"status"`
+		}
+		err := getJSON(u, &alerts)
+		if err == nil && len(alerts) > 0 {
+			a := alerts[0].notified
+			a.Status = "firing"
+			return a, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("no %s page with %s in Alertmanager", slo, matcher)
+		}
+		if time.Now().After(deadline) {
+			return notified{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return notified{}, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// render is the message burnlab's template makes of a's group, alone in
+// it, as amtool renders it.
+func render(ctx context.Context, root string, a notified) (string, error) {
 	data := map[string]any{
 		"receiver": "pager-page", "status": "firing",
-		"alerts":       []alert{a},
+		"alerts":       []notified{a},
 		"groupLabels":  map[string]string{"alertname": a.Labels["alertname"]},
-		"commonLabels": a.Labels, "commonAnnotations": a.Annotations, "externalURL": "http://" + l.Addrs.Alertmanager,
+		"commonLabels": a.Labels, "commonAnnotations": a.Annotations,
 	}
 	dir, err := os.MkdirTemp("", "burnlab-notification")
 	if err != nil {
@@ -243,13 +306,7 @@ func (l Probe) Notification(ctx context.Context, root, slo string) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("amtool template render: %w: %s", err, out)
 	}
-	text := string(out)
-	for _, want := range []string{a.Annotations["burn_rate"], a.Annotations["budget"], a.Annotations["pager_url"], "Burn at firing: ", "Budget: "} {
-		if want == "" || !strings.Contains(text, want) {
-			return text, fmt.Errorf("the notification does not carry %q:\n%s", want, text)
-		}
-	}
-	return text, nil
+	return string(out), nil
 }
 
 // WaitHeapBaseline waits until the pager holds a delta heap profile of the

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -25,7 +27,9 @@ import (
 // verdict to Alertmanager as an alert of its own: the page's labels, its
 // alertname with FindingSuffix, and FindingLabel. Routed as the page is
 // (severity), it reaches the same receivers as a message of its own, a
-// group_wait after the post (10 s in the lab, 30 s in production), and
+// group_wait (10 s in the lab, 30 s in production) after the facts are
+// read, which is seconds after the page arrives (up to heapdelta.Slack
+// more when the delta open at the alert's start is waited for), and
 // burnlab's template (alertmanager/templates) says the verdict in words
 // with the page's link: someone who reads only the chat or the e-mail
 // learns what changed in the heap without opening the page.
@@ -37,8 +41,11 @@ import (
 
 // FindingLabel marks an alert as the pager's finding on a page, and names
 // what was found ("heap"). The pager's own webhook drops such alerts when
-// Alertmanager sends them back with the page's group: they are not pages.
+// Alertmanager routes them to it as it routes pages: they are no pages.
 const FindingLabel = "burnlab_finding"
+
+// IncidentLabel is the incident a finding is on.
+const IncidentLabel = "burnlab_incident"
 
 // FindingSuffix ends a finding's alertname, after its page's.
 const FindingSuffix = "HeapFinding"
@@ -70,8 +77,9 @@ func ParseAlertmanagers(list string) ([]string, error) {
 		if raw == "" {
 			continue
 		}
+		// No user:password@: the URLs are logged.
 		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return nil, fmt.Errorf("the Alertmanager URL %q: want http(s)://host:port", raw)
 		}
 		out = append(out, strings.TrimRight(raw, "/"))
@@ -90,40 +98,40 @@ func isFinding(a store.Alert) bool {
 // -alertmanager-urls (each holds its own alerts; gossip shares only what
 // was notified): firing while the page fires, resolved once it has
 // resolved. It is called when the facts are stored and when the page's
-// resolve is, the two moments it can change, and runs under findingMu
-// from the store's read to the post: whichever of the two comes second
-// reads both the facts and the resolve, and its post, the younger, is the
-// one Alertmanager keeps. No facts yet, or no heap in them: nothing to
-// post.
+// resolve is, the two moments it can change, and runs under the
+// incident's lock from the store's read to the post: whichever of the two
+// comes second reads both the facts and the resolve, and its post, the
+// younger, is the one Alertmanager keeps. No facts yet, or a heap that
+// was not compared (no deltas, no burn window): nothing to post, the page
+// says why.
 func (h *Handler) postFinding(id string) {
 	if len(h.cfg.Alertmanagers) == 0 {
 		return
 	}
-	h.findingMu.Lock()
-	defer h.findingMu.Unlock()
+	mu := &h.findingMu[fnv32(id)%uint32(len(h.findingMu))]
+	mu.Lock()
+	defer mu.Unlock()
 	inc, ok := h.cfg.Store.Incident(id)
-	if !ok || inc.Facts == nil || inc.Facts.Heap == nil {
+	if !ok || inc.Facts == nil || inc.Facts.Heap == nil || inc.Facts.Heap.Error != "" {
 		return
-	}
-	heap := inc.Facts.Heap
-	words := heap.Words
-	if heap.Error != "" {
-		words = "not compared: " + heap.Error
 	}
 	a := amAlert{
 		Labels: maps.Clone(inc.Labels),
 		Annotations: map[string]string{
 			"summary":   "What changed in the gateway's heap over the burn, as the pager found it",
-			"heap":      words,
+			"heap":      inc.Facts.Heap.Words,
 			"pager_url": h.IncidentURL(id),
 		},
-		StartsAt: inc.Facts.TakenAt,
-		EndsAt:   inc.Facts.TakenAt.Add(FindingFor),
+		StartsAt:     inc.Facts.TakenAt,
+		EndsAt:       inc.Facts.TakenAt.Add(FindingFor),
+		GeneratorURL: h.IncidentURL(id),
 	}
 	if a.Labels == nil {
 		a.Labels = map[string]string{}
 	}
-	a.Labels[FindingLabel] = "heap"
+	// The incident names the finding: a page that fires again is a new
+	// incident, whose finding must not be ended by the last one's.
+	a.Labels[FindingLabel], a.Labels[IncidentLabel] = "heap", id
 	a.Labels[model.AlertNameLabel] += FindingSuffix
 	if now := h.clock.Now(); inc.Status == "resolved" {
 		a.EndsAt = now
@@ -136,18 +144,51 @@ func (h *Handler) postFinding(id string) {
 		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("could not encode the heap finding")
 		return
 	}
+	var posts sync.WaitGroup
 	for _, base := range h.cfg.Alertmanagers {
-		ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
-		err := h.post(ctx, base+"/api/v2/alerts", body)
-		cancel()
-		result := "ok"
-		if err != nil {
-			result = "error"
-			h.cfg.Log.Error().Err(err).Str("incident", id).Str("alertmanager", base).
-				Msg("could not post the heap finding: the page's next notification goes without it")
-		}
-		h.findings.WithLabelValues(result).Inc()
+		posts.Go(func() {
+			err := h.postRetried(base+"/api/v2/alerts", body)
+			result := "ok"
+			if err != nil {
+				result = "error"
+				h.cfg.Log.Error().Err(err).Str("incident", id).Str("alertmanager", base).Str("status", inc.Status).
+					Msg("could not post the heap finding: its message goes without it")
+			}
+			h.findings.WithLabelValues(result).Inc()
+		})
 	}
+	posts.Wait()
+}
+
+// findingTries is how many times a finding is posted to one Alertmanager
+// before the pager gives up, one second apart and then two: a replica
+// restarting, or a network blip, is not the end of it, above all for the
+// post that ends a finding, which nothing sends again.
+const findingTries = 3
+
+// postRetried posts body to url up to findingTries times, each bounded by
+// FactsTimeout, until one succeeds or the pager closes.
+func (h *Handler) postRetried(url string, body []byte) error {
+	var err error
+	for try := range findingTries {
+		if try > 0 && h.clock.Sleep(h.captureCtx, time.Duration(try)*time.Second) != nil {
+			break
+		}
+		ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
+		err = h.post(ctx, url, body)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// fnv32 spreads incident IDs over the finding locks.
+func fnv32(s string) uint32 {
+	f := fnv.New32a()
+	f.Write([]byte(s)) // a hash's Write never fails
+	return f.Sum32()
 }
 
 // post sends one JSON body and wants a 200.

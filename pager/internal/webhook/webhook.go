@@ -139,8 +139,10 @@ type Handler struct {
 	pageCaptures map[string]chan struct{}
 	// last is the newest shot, started or waiting for its window.
 	last *shot
-	// findingMu is held from a finding's read to its post (postFinding).
-	findingMu sync.Mutex
+	// findingMu holds an incident's finding from its read to its post
+	// (postFinding): one lock of these per incident, by its ID's hash, so
+	// a slow Alertmanager holds up only the incidents that share it.
+	findingMu [16]sync.Mutex
 	// ordering is held while a notification is stored and its captures
 	// registered (register).
 	ordering sync.Mutex

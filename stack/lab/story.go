@@ -191,11 +191,12 @@ func logLines(log string) map[string]logLine {
 // receiver that carries text (alertmanager/templates), with amtool, for
 // the alerts as Alertmanager holds them (its v2 API): the page, whose
 // message must carry the burn of both windows, the budget and the link,
-// and the pager's finding on it, a message of its own a group_wait later,
-// which must say the story's heap verdict and link to its page. What
+// and the pager's finding on it (the alert of the story's incident), a
+// message of its own, which must say the story's heap verdict and link to
+// its page. What
 // someone who reads only the messages needs. It returns both messages.
 func (l Probe) Notification(ctx context.Context, root, slo string, s Story) (string, error) {
-	if s.Facts == nil || s.Facts.Heap == nil {
+	if s.Facts == nil || s.Facts.Heap == nil || s.Facts.Heap.Words == "" {
 		return "", fmt.Errorf("incident %s: no heap verdict to find in the notification", s.ID)
 	}
 	page, err := l.amAlert(ctx, `burnlab_finding=""`, slo, 0)
@@ -213,7 +214,7 @@ func (l Probe) Notification(ctx context.Context, root, slo string, s Story) (str
 	}
 	// The pager posts its finding once the facts are in, which the story
 	// is: a few seconds at most.
-	finding, err := l.amAlert(ctx, `burnlab_finding="heap"`, slo, 30*time.Second)
+	finding, err := l.amAlert(ctx, fmt.Sprintf("burnlab_incident=%q", s.ID), slo, 30*time.Second)
 	if err != nil {
 		return pageText, err
 	}
@@ -221,11 +222,7 @@ func (l Probe) Notification(ctx context.Context, root, slo string, s Story) (str
 	if err != nil {
 		return pageText, err
 	}
-	verdict := s.Facts.Heap.Words
-	if s.Facts.Heap.Error != "" {
-		verdict = "not compared: " + s.Facts.Heap.Error
-	}
-	for _, want := range []string{"What changed in the gateway's heap during the burn: " + verdict, "/incidents/" + s.ID} {
+	for _, want := range []string{"What changed in the gateway's heap during the burn: " + s.Facts.Heap.Words, "/incidents/" + s.ID} {
 		if !strings.Contains(findingText, want) {
 			return pageText + "\n" + findingText, fmt.Errorf("the finding's notification does not carry %q:\n%s", want, findingText)
 		}

@@ -24,8 +24,8 @@ type Limits struct {
 	Events int
 	// Bytes bounds the bytes read from the upstream (default 64 MiB).
 	Bytes int64
-	// Duration bounds a stream's wall time from the upstream's answer
-	// (default 10 minutes).
+	// Duration bounds a stream's wall time from the request to the
+	// upstream on (default 10 minutes).
 	Duration time.Duration
 	// Transcript bounds the audit transcript of one stream (default 1
 	// MiB, what NewFixed reserves at most). Past it the transcript keeps

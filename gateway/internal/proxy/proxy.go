@@ -87,8 +87,10 @@ type Config struct {
 	// Client calls the upstream (default: a transport tuned for streaming
 	// with UpstreamTimeout for response headers).
 	Client *http.Client
-	// UpstreamTimeout bounds the wait for the upstream's response headers;
-	// past it the client gets 504 (default 10 s).
+	// UpstreamTimeout bounds the wait for the upstream's answer, from the
+	// request on: its response headers and, when it refuses, the error
+	// body the gateway quotes; past it the client gets 504, or 502 with
+	// what arrived (default 10 s).
 	UpstreamTimeout time.Duration
 	// IdleTimeout bounds how long one read of the upstream body may wait
 	// mid-stream (default 30 s). Time spent writing to a slow client is
@@ -173,6 +175,14 @@ func New(cfg Config) (*Handler, error) {
 			DisableCompression:    true, // SSE must not wait on a compressor
 		}}
 	}
+	// A gateway never follows its upstream's redirects: Go's client would
+	// re-send the request, the user's prompt and all, to any host a
+	// Location names (307 and 308 keep the body). The redirect is answered
+	// as it is, and proxy refuses it. A copy, so the caller's client is
+	// left as it was.
+	client := *cfg.Client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cfg.Client = &client
 	h := &Handler{cfg: cfg, endpoint: endpoint.String(), mux: http.NewServeMux()}
 	for _, route := range []string{RouteStream, RouteCompletions} {
 		h.mux.Handle(route, h.streamHandler(route))

@@ -25,10 +25,13 @@ const (
 	reasonTooManyTexts = "too_many_texts"
 	reasonUnredactable = "unredactable_chunk"
 	reasonStreamLimit  = "stream_limit"
+	// reasonRedirect is an upstream that answered a redirect: the gateway
+	// never follows one (New).
+	reasonRedirect = "redirect"
 )
 
 var allReasons = []string{reasonConnect, reasonTimeout, reason4xx, reason5xx, reasonContentType, reasonReset,
-	reasonIdle, reasonNoDone, reasonLineTooLong, reasonMalformed, reasonInvalidJSON, reasonInvalidUTF8, reasonTooManyTexts, reasonUnredactable, reasonStreamLimit}
+	reasonIdle, reasonNoDone, reasonLineTooLong, reasonMalformed, reasonInvalidJSON, reasonInvalidUTF8, reasonTooManyTexts, reasonUnredactable, reasonStreamLimit, reasonRedirect}
 
 // result is how a stream ended, decided once: the outcome label its
 // duration is recorded under, the status the client got (0: none, the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"strings"
@@ -25,6 +26,10 @@ var (
 	// upstream that ignores max_tokens) when its tenant's balance cannot
 	// cover more.
 	errQuotaSpent = errors.New("the tenant's token quota is spent")
+	// errNoAnswer cuts an exchange whose answer (its status, and when it
+	// refuses, the error body the gateway quotes) took longer than the
+	// upstream timeout.
+	errNoAnswer = errors.New("upstream did not answer within the upstream timeout")
 )
 
 // proxy calls the upstream with an admitted request and, once it answers
@@ -32,6 +37,16 @@ var (
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *admitted) result {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
+	// Both bounds run from the request on. The client has no response
+	// headers until the upstream's answer is read: the answer timer cuts an
+	// upstream that sends its status, or an error body, a byte at a time
+	// (the idle timer alone restarts on every byte). The wall-clock limit
+	// covers the whole exchange, the answer included.
+	lim := h.cfg.Limits
+	wall := time.AfterFunc(lim.Duration, func() { cancel(limitError{lim.Duration.String()}) })
+	defer wall.Stop()
+	answer := time.AfterFunc(h.cfg.UpstreamTimeout, func() { cancel(errNoAnswer) })
+	defer answer.Stop()
 	upReq, err := http.NewRequestWithContext(ctx, http.MethodPost, h.endpoint, bytes.NewReader(req.body))
 	if err != nil {
 		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonConnect, "upstream_error", err.Error())
@@ -39,14 +54,15 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	upReq.Header.Set("Content-Type", "application/json")
 	upReq.Header.Set("Accept", "text/event-stream")
 	upReq.Header.Set("X-Request-Id", s.id)
-	// The URL is the configured upstream's, never the client's: no SSRF.
+	// The URL is the configured upstream's, never the client's, and the
+	// client never follows a redirect (New): no SSRF.
 	resp, err := h.cfg.Client.Do(upReq) //nolint:gosec // G704: see above
 	if err != nil {
 		var ne net.Error
 		switch {
 		case r.Context().Err() != nil:
 			return gone("client went away before the upstream answered")
-		case errors.As(err, &ne) && ne.Timeout():
+		case errors.As(err, &ne) && ne.Timeout() || errors.Is(context.Cause(ctx), errNoAnswer):
 			return refuse(w, http.StatusGatewayTimeout, OutcomeUpstreamError, reasonTimeout, "timeout",
 				fmt.Sprintf("upstream did not answer within %s", h.cfg.UpstreamTimeout))
 		}
@@ -54,24 +70,27 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	}
 	defer resp.Body.Close()
 	// Stopped until the first read arms it (idleReader): an error's body
-	// is read under it too, so an upstream that answers 503 and stalls
-	// does not hold the handler.
+	// is read under it too.
 	idle := time.AfterFunc(h.cfg.IdleTimeout, func() { cancel(errIdle) })
 	idle.Stop()
 	defer idle.Stop()
-	if resp.StatusCode != http.StatusOK {
-		return upstreamRefusal(w, resp, idleReader{resp.Body, idle, h.cfg.IdleTimeout})
+	switch {
+	case isRedirect(resp.StatusCode):
+		// Followed, it would re-send the client's prompt to wherever the
+		// upstream points, and stream that host's answer back as ours.
+		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonRedirect, "upstream_error",
+			fmt.Sprintf("upstream answered %s, a redirect, which the gateway never follows", resp.Status))
+	case resp.StatusCode != http.StatusOK:
+		return upstreamRefusal(ctx, w, resp, idleReader{resp.Body, idle, h.cfg.IdleTimeout})
 	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+	if ct := resp.Header.Get("Content-Type"); !isEventStream(ct) {
 		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonContentType, "upstream_error",
 			fmt.Sprintf("upstream answered %q, not an event stream", ct))
 	}
+	answer.Stop()
 
 	buf := readBuffers.Get().(*[readBufferSize]byte)
 	defer readBuffers.Put(buf)
-	lim := h.cfg.Limits
-	wall := time.AfterFunc(lim.Duration, func() { cancel(limitError{lim.Duration.String()}) })
-	defer wall.Stop()
 	body := &byteBudget{r: idleReader{resp.Body, idle, h.cfg.IdleTimeout}, left: lim.Bytes, max: lim.Bytes}
 	rd := sse.NewReaderBuffer(body, buf[:], h.cfg.MaxLine)
 
@@ -117,6 +136,21 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	return result{outcome: OutcomeUpstreamError, status: http.StatusOK, reason: classifyReadError(err, context.Cause(ctx)), err: err.Error()}
 }
 
+// isRedirect says whether status is one a client would follow (3xx with a
+// Location; 304 answers a conditional request the gateway never makes, and
+// is refused all the same).
+func isRedirect(status int) bool { return status >= 300 && status < 400 }
+
+// isEventStream says whether a Content-Type names text/event-stream. Media
+// types are case-insensitive and may carry parameters (RFC 9110 §8.3.1),
+// so the header is parsed, not compared as a prefix: "Text/Event-Stream;
+// charset=utf-8" is one, "text/event-streamx" is not. A malformed
+// parameter does not change what the type is.
+func isEventStream(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return (err == nil || errors.Is(err, mime.ErrInvalidMediaParameter)) && mt == "text/event-stream"
+}
+
 // readBuffers keep the read buffers of streams that ended for the next: a
 // 64 KiB buffer is a large object, and with the write buffer (flusher) one
 // a stream was a tenth of the garbage the gateway made, the transcript
@@ -155,13 +189,17 @@ var requestErrors = map[int]bool{
 
 // upstreamRefusal maps an upstream's non-200 answer to a client error: the
 // client learns what the upstream said (the first 512 bytes of body, read
-// from body), and a 429 keeps its Retry-After.
-func upstreamRefusal(w http.ResponseWriter, resp *http.Response, body io.Reader) result {
-	snippet, _ := io.ReadAll(io.LimitReader(body, 512))
+// from body, redacted as quotable says), and a 429 keeps its Retry-After.
+// When the answer timer cut the read of the body (ctx's cause), the client
+// learns that too.
+func upstreamRefusal(ctx context.Context, w http.ResponseWriter, resp *http.Response, body io.Reader) result {
+	snippet, err := io.ReadAll(io.LimitReader(body, 512))
 	msg := fmt.Sprintf("upstream answered %s", resp.Status)
-	if text := strings.TrimSpace(strings.ToValidUTF8(string(snippet), "")); text != "" {
-		redacted, _ := redact.Text([]byte(text))
-		msg += ": " + string(redacted)
+	if text := quotable(snippet); text != "" {
+		msg += ": " + text
+	}
+	if err != nil && errors.Is(context.Cause(ctx), errNoAnswer) {
+		msg += " (its body was cut: " + errNoAnswer.Error() + ")"
 	}
 	var shaped openai.Error
 	isProviders := json.Unmarshal(snippet, &shaped) == nil && shaped.Error.Message != ""
@@ -177,6 +215,66 @@ func upstreamRefusal(w http.ResponseWriter, resp *http.Response, body io.Reader)
 		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reason4xx, "upstream_error", msg)
 	}
 	return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reason5xx, "upstream_error", msg)
+}
+
+// quotable returns an upstream error body as the client may read it,
+// redacted as the client will decode it. A JSON body (a provider's error
+// shape) is decoded, every string in it (keys too) redacted, and encoded
+// again without escapes the client would have to undo: "kim\u0040example
+// \u002ecom" is an address once decoded, so it is redacted decoded. Text
+// that is no JSON is redacted as it is, unless it holds a backslash, which
+// a lenient reader would decode into text the redactor never saw: then it
+// is withheld, as the stream path withholds such data (forwardText).
+func quotable(snippet []byte) string {
+	text := strings.TrimSpace(strings.ToValidUTF8(string(snippet), ""))
+	if text == "" {
+		return ""
+	}
+	var doc any
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	if dec.Decode(&doc) == nil && !dec.More() {
+		var out strings.Builder
+		enc := json.NewEncoder(&out)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(redactJSON(doc)) == nil {
+			return strings.TrimSpace(out.String())
+		}
+	}
+	if strings.Contains(text, `\`) {
+		return "(body withheld: it holds escapes the gateway cannot redact as a client would decode them)"
+	}
+	red, _ := redact.Text([]byte(text))
+	return string(red)
+}
+
+// redactJSON returns a decoded JSON value with every string in it, keys
+// included, redacted; a number that reads as PII (an error body is read by
+// people) becomes the redaction's text.
+func redactJSON(v any) any {
+	redacted := func(s string) string {
+		red, _ := redact.Text([]byte(s))
+		return string(red)
+	}
+	switch v := v.(type) {
+	case string:
+		return redacted(v)
+	case json.Number:
+		if red := redacted(v.String()); red != v.String() {
+			return red
+		}
+	case []any:
+		for i := range v {
+			v[i] = redactJSON(v[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[redacted(k)] = redactJSON(e)
+		}
+		return out
+	}
+	return v
 }
 
 // idleReader bounds each read of the upstream body by the idle timeout:

@@ -1,0 +1,147 @@
+package proxy
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"burnlab/shared/openai"
+)
+
+// An upstream that redirects must not make the gateway re-send the user's
+// prompt elsewhere: Go's client follows 307 and 308 with the body.
+func TestUpstreamRedirectsAreNeverFollowed(t *testing.T) {
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			var elsewhere atomic.Int32
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				elsewhere.Add(1)
+				sseUpstream(chunkLine("from elsewhere"), "", "data: [DONE]", "")(w, r)
+			}))
+			t.Cleanup(other.Close)
+			l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+"/steal", code)
+			})
+			resp, body := l.stream(t)
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "redirect") {
+				t.Fatalf("client got %d %s, want 502 naming the redirect", resp.StatusCode, body)
+			}
+			if n := elsewhere.Load(); n != 0 {
+				t.Errorf("the redirect's target got %d requests", n)
+			}
+			if l.reason(reasonRedirect) != 1 || l.outcomes(t, OutcomeUpstreamError) != 1 {
+				t.Errorf("redirects counted %v, upstream errors %d: want 1 and 1", l.reason(reasonRedirect), l.outcomes(t, OutcomeUpstreamError))
+			}
+		})
+	}
+}
+
+// Media types are case-insensitive and take parameters (RFC 9110 §8.3.1);
+// a longer type that starts the same is another type.
+func TestEventStreamMediaTypeIsParsed(t *testing.T) {
+	for _, c := range []struct {
+		contentType string
+		ok          bool
+	}{
+		{"text/event-stream", true},
+		{"Text/Event-Stream; charset=utf-8", true},
+		{"TEXT/EVENT-STREAM;charset=UTF-8", true},
+		{"text/event-streamx", false},
+		{"text/event-stream-foo; x=y", false},
+		{"text/plain", false},
+		{"", false},
+	} {
+		t.Run(c.contentType, func(t *testing.T) {
+			l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", c.contentType)
+				io.WriteString(w, chunkLine("hello")+"\n\ndata: [DONE]\n\n")
+			})
+			resp, body := l.stream(t)
+			text, done, _ := contents(t, body)
+			if c.ok != (resp.StatusCode == http.StatusOK && done && text == "hello") {
+				t.Errorf("Content-Type %q: client got %d %q, want streamed: %v", c.contentType, resp.StatusCode, body, c.ok)
+			}
+			if want := map[bool]float64{true: 0, false: 1}[c.ok]; l.reason(reasonContentType) != want {
+				t.Errorf("content_type errors %v, want %v", l.reason(reasonContentType), want)
+			}
+		})
+	}
+}
+
+// The upstream's error message reaches the client as the client decodes
+// it: escapes in a JSON error body must not carry PII past the redactor.
+func TestUpstreamErrorBodiesAreRedactedAsDecoded(t *testing.T) {
+	for _, c := range []struct{ name, body string }{
+		{"escaped JSON", `{"error":{"message":"ask kim\u0040example\u002ecom or call \u0034155550199"}}`},
+		{"escaped key", `{"kim\u0040example.com":"x","n":4155550199}`},
+		{"escapes in plain text", `ask kim\u0040example\u002ecom or call \u0034155550199`},
+		{"plain text", `ask kim@example.com or call 4155550199`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, c.body, http.StatusServiceUnavailable)
+			})
+			resp := l.post(t, "k-acme", `{"stream":true}`)
+			var e openai.Error
+			raw := readJSON(t, resp.Body, &e)
+			msg := e.Error.Message
+			// What a reader gets who decodes the quoted body once more.
+			var again any
+			if _, body, ok := strings.Cut(msg, ": "); ok && json.Unmarshal([]byte(body), &again) == nil {
+				b, _ := json.Marshal(again)
+				msg += string(b)
+			}
+			msg = strings.NewReplacer(`\u0040`, "@", `\u002e`, ".", `\u0034`, "4").Replace(msg)
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(msg, "503") {
+				t.Fatalf("client got %d %s", resp.StatusCode, raw)
+			}
+			for _, leak := range []string{"kim@example.com", "4155550199"} {
+				if strings.Contains(msg, leak) {
+					t.Errorf("%q reached the client: %s", leak, raw)
+				}
+			}
+		})
+	}
+}
+
+// An upstream that refuses and then drips its error body holds the client
+// with no response headers: the exchange is bounded from the request on,
+// not by the idle timer, which every byte restarts.
+func TestAnErrorBodyThatDripsIsCut(t *testing.T) {
+	upstreamDone := make(chan struct{})
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		defer close(upstreamDone)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+				w.Write([]byte("x"))
+				w.(http.Flusher).Flush()
+			}
+		}
+	}, func(c *Config) { c.UpstreamTimeout = 300 * time.Millisecond })
+	resp := l.post(t, "k-acme", `{"stream":true}`)
+	var e openai.Error
+	raw := readJSON(t, resp.Body, &e)
+	// Dripped for 512 bytes, the answer would take 10 s and say nothing
+	// of a cut; the idle timer (2 s) never fires between bytes.
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(e.Error.Message, "its body was cut") {
+		t.Fatalf("client got %d %s, want 502 saying the body was cut", resp.StatusCode, raw)
+	}
+	<-upstreamDone // the upstream request was cancelled, not left dripping
+	if l.reason(reason5xx) != 1 {
+		t.Errorf("5xx counted %v, want 1", l.reason(reason5xx))
+	}
+	if n := testutil.ToFloat64(l.m.inFlight); n != 0 {
+		t.Errorf("%v streams still in flight", n)
+	}
+}

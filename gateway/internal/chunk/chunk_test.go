@@ -25,7 +25,9 @@ func TestScanFindsEveryTextWithItsStream(t *testing.T) {
 	}{
 		{`{"id":"c1","choices":[{"index":0,"delta":{"content":"Hello"}}]}`, []want{{`"Hello"`, content(0)}}},
 		{`{"choices":[{"delta":{"content" : "a\"b"}}]}`, []want{{`"a\"b"`, content(0)}}},
-		{`{"choices":[{"delta":{"role":"assistant"}}]}`, nil},
+		// A client joins a role, a tool's name and id, and any other string
+		// of a choice but its "type", across chunks: each is a text.
+		{`{"choices":[{"delta":{"role":"assistant"}}]}`, []want{{`"assistant"`, Key{0, -1, Role, 0}}}},
 		{`{"choices":[{"delta":{"content":null}}]}`, nil},
 		{`{"id":"\"content\":\"x","choices":[{"delta":{"content":"y"}}]}`, []want{{`"y"`, content(0)}}},
 		// A key with an escaped quote ends in the bytes "content": a byte
@@ -38,15 +40,15 @@ func TestScanFindsEveryTextWithItsStream(t *testing.T) {
 			[]want{{`"a"`, content(1)}, {`"b"`, content(0)}}},
 		{`{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}}]}`, []want{{`"a"`, content(0)}, {`"b"`, content(1)}}},
 		{`{"choices":[{"index":2,"delta":{"refusal":"no","reasoning_content":"hm","reasoning":"r"}}]}`,
-			[]want{{`"no"`, Key{2, -1, Refusal}}, {`"hm"`, Key{2, -1, Reasoning}}, {`"r"`, Key{2, -1, Reasoning}}}},
+			[]want{{`"no"`, Key{2, -1, Refusal, 0}}, {`"hm"`, Key{2, -1, Reasoning, 0}}, {`"r"`, Key{2, -1, Reasoning, 0}}}},
 		{`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":"{\"a\""}},` +
 			`{"function":{"arguments":"1}"},"index":3}]}}]}`,
-			[]want{{`"{\"a\""`, Key{0, 0, Arguments}}, {`"1}"`, Key{0, 3, Arguments}}}},
-		{`{"choices":[{"index":0,"delta":{"function_call":{"arguments":"x"}}}]}`, []want{{`"x"`, Key{0, -1, Arguments}}}},
-		{`{"choices":[{"index":0,"text":"legacy"}]}`, []want{{`"legacy"`, Key{0, -1, Text}}}},
-		{`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"part"}]}}]}`, []want{{`"part"`, Key{0, -1, Text}}}},
-		{` {"content":"outside"} `, []want{{`"outside"`, Key{-1, -1, Content}}}},
-		{`{"content":"héllo, 世界 🙂"}`, []want{{`"héllo, 世界 🙂"`, Key{-1, -1, Content}}}},
+			[]want{{`"call_1"`, Key{0, 0, ID, 0}}, {`"f"`, Key{0, 0, Name, 0}}, {`"{\"a\""`, Key{0, 0, Arguments, 0}}, {`"1}"`, Key{0, 3, Arguments, 0}}}},
+		{`{"choices":[{"index":0,"delta":{"function_call":{"arguments":"x"}}}]}`, []want{{`"x"`, Key{0, -1, Arguments, 0}}}},
+		{`{"choices":[{"index":0,"text":"legacy"}]}`, []want{{`"legacy"`, Key{0, -1, Text, 0}}}},
+		{`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"part"}]}}]}`, []want{{`"part"`, Key{0, -1, Text, 0}}}},
+		{` {"content":"outside"} `, []want{{`"outside"`, Key{-1, -1, Content, 0}}}},
+		{`{"content":"héllo, 世界 🙂"}`, []want{{`"héllo, 世界 🙂"`, Key{-1, -1, Content, 0}}}},
 	}
 	var sc Scanner
 	for _, c := range cases {
@@ -81,11 +83,17 @@ func TestScanRefusesWhatIsNotAnOrdinaryChunk(t *testing.T) {
 		`{"choices":[{"index":tru,"delta":{"content":"x"}}]}`:                            ErrSyntax,
 		`{"choices":[{"index":0,"logprobs":{"content":[{"token":"x","bytes":[120]}]}}]}`: ErrUnredactable,
 		`{"choices":[{"index":0,"delta":{"audio":{"transcript":"x"}}}]}`:                 ErrUnredactable,
-		`{"a":1}{"b":2}`: ErrSyntax,
-		`{"a":tru}`:      ErrSyntax,
-		`{"a":01}`:       ErrSyntax,
-		`{"a":[1,]}`:     ErrSyntax,
-		``:               ErrSyntax,
+		// A number where the schema has a string: a client that joins
+		// text += delta.content shows it, and no redactor reads it.
+		`{"choices":[{"index":0,"delta":{"content":4111111111111111}}]}`: ErrNotString,
+		`{"content":-4155550199}`: ErrNotString,
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":4155550199}}]}}]}`: ErrNotString,
+		`{"choices":[{"delta":{"role":true}}]}`:                                     ErrNotString,
+		`{"a":1}{"b":2}`:                                                            ErrSyntax,
+		`{"a":tru}`:                                                                 ErrSyntax,
+		`{"a":01}`:                                                                  ErrSyntax,
+		`{"a":[1,]}`:                                                                ErrSyntax,
+		``:                                                                          ErrSyntax,
 		strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1):             ErrTooDeep,
 		`{"choices":[` + strings.Repeat(`{"text":"x"},`, MaxSpans) + `{"text":"x"}]}`: ErrTooMany,
 	} {
@@ -109,11 +117,11 @@ func TestScanShortcutTakesOnlyTheSameShape(t *testing.T) {
 	var sc Scanner
 	sc.Scan([]byte(`{"choices":[{"index":3,"delta":{"content":"first"}}]}`))
 	for payload, want := range map[string]string{
-		`{"choices":[{"index":3,"delta":{"content":"second \"quoted\""}}]}`: `[{42 61 {3 -1 0} true}]`,
-		`{"choices":[{"index":3,"delta":{"content":""}}]}`:                  `[{42 44 {3 -1 0} false}]`,
+		`{"choices":[{"index":3,"delta":{"content":"second \"quoted\""}}]}`: `[{42 61 {3 -1 0 0} true}]`,
+		`{"choices":[{"index":3,"delta":{"content":""}}]}`:                  `[{42 44 {3 -1 0 0} false}]`,
 		// The same bytes around more than one string: a walk finds both.
-		`{"choices":[{"index":3,"delta":{"content":"a","refusal":"b"}}]}`:    `[{42 45 {3 -1 0} false} {56 59 {3 -1 1} false}]`,
-		`{"choices":[{"index":3,"delta":{"content":"a"},"x":{"text":"b"}}]}`: `[{42 45 {3 -1 0} false} {59 62 {3 -1 4} false}]`,
+		`{"choices":[{"index":3,"delta":{"content":"a","refusal":"b"}}]}`:    `[{42 45 {3 -1 0 0} false} {56 59 {3 -1 1 0} false}]`,
+		`{"choices":[{"index":3,"delta":{"content":"a"},"x":{"text":"b"}}]}`: `[{42 45 {3 -1 0 0} false} {59 62 {3 -1 4 0} false}]`,
 		`{"choices":[{"index":3,"delta":{"content":null}}]}`:                 `[]`,
 	} {
 		var fresh Scanner
@@ -168,7 +176,7 @@ func FuzzScan(f *testing.F) {
 		valid := json.Valid(payload)
 		switch {
 		case errors.Is(err, ErrTooDeep) || errors.Is(err, ErrTooMany) || errors.Is(err, ErrTooManyStrings) ||
-			errors.Is(err, ErrBadIndex) || errors.Is(err, ErrUnredactable):
+			errors.Is(err, ErrBadIndex) || errors.Is(err, ErrUnredactable) || errors.Is(err, ErrNotString):
 			return // limits of an ordinary chunk, not JSON's
 		case errors.Is(err, ErrBadUTF8):
 			// encoding/json takes invalid UTF-8 in a string for U+FFFD;
@@ -179,7 +187,8 @@ func FuzzScan(f *testing.F) {
 			}
 			repaired := bytes.ToValidUTF8(payload, []byte("\uFFFD"))
 			if _, err := sc.Scan(repaired); (err == nil) != valid && !errors.Is(err, ErrTooDeep) && !errors.Is(err, ErrTooMany) &&
-				!errors.Is(err, ErrTooManyStrings) && !errors.Is(err, ErrBadIndex) && !errors.Is(err, ErrUnredactable) {
+				!errors.Is(err, ErrTooManyStrings) && !errors.Is(err, ErrBadIndex) && !errors.Is(err, ErrUnredactable) &&
+				!errors.Is(err, ErrNotString) {
 				t.Fatalf("repaired %q: Scan says %v, json.Valid of the original %v", repaired, err, valid)
 			}
 			return

@@ -7,6 +7,7 @@ package chunk
 import (
 	"bytes"
 	"errors"
+	"hash/maphash"
 	"slices"
 	"unicode/utf8"
 
@@ -25,9 +26,23 @@ const (
 	Arguments              // tool_calls[].function.arguments, function_call.arguments
 	Text                   // choices[].text (completions) and content parts' text
 
+	// The strings of a choice that are no model text but that a client
+	// joins across chunks all the same: the official SDKs' stream helpers
+	// (openai-python's accumulate_delta) concatenate every string of a
+	// delta but its "type", so an address split across two chunks' tool
+	// name reads whole once joined.
+	Role  // delta.role
+	Name  // a tool call's function.name, function_call.name
+	ID    // a tool call's id
+	Other // any other string member of a choice; Key.Name tells them apart
+
 	// finishReason marks a metadata span: the value of finish_reason.
 	finishReason Field = 255
 )
+
+// Generated says whether f is model text, whose pieces are the tokens a
+// stream is charged for; a role, a name or an id is not.
+func (f Field) Generated() bool { return f <= Text }
 
 var fieldKeys = [...]struct {
 	key   string
@@ -43,6 +58,9 @@ var fieldKeys = [...]struct {
 type Key struct {
 	Choice, Tool int
 	Field        Field
+	// Name tells the streams of Other apart: a hash of the member's key,
+	// folded to lower case (keyHash); 0 for every other field.
+	Name uint64
 }
 
 // Span is one text string of a chunk: the bounds of the quoted JSON string,
@@ -79,6 +97,11 @@ var (
 	// reads: log probabilities (every token again, as strings and as byte
 	// arrays) or audio. The gateway refuses requests that ask for them.
 	ErrUnredactable = errors.New("chunk: log probabilities or audio, which cannot be redacted")
+	// ErrNotString is a number or a boolean where the schema has a
+	// string (a text, a role, a name, an id). A client that joins
+	// text += delta.content, or an SDK model that does not validate,
+	// shows it as text, and a number is no string the redactor reads.
+	ErrNotString = errors.New("chunk: a number or a boolean where the schema has a string")
 )
 
 // Scanner finds the text strings of chat-completion chunks. It validates
@@ -117,6 +140,10 @@ type Scanner struct {
 	// error's message, anything a provider adds. A client can read them
 	// as well, so they are redacted too, each on its own.
 	others []Span
+	// seed keys keyHash, random per scanner, so no upstream can choose
+	// two member names that share a stream.
+	seed   maphash.Seed
+	seeded bool
 }
 
 // Others returns the strings of the last chunk walked in full (not one
@@ -366,8 +393,7 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 		}
 	case at.role == roleChoice && is(key, "finish_reason"),
 		at.role == roleTop && is(key, "usage"),
-		at.role == roleTool && (is(key, "id") || is(key, "type")),
-		at.tool >= 0 && at.role == roleOther && is(key, "name"):
+		at.role == roleTool && is(key, "type"):
 		end, err := s.value(i, depth, inner)
 		if err != nil {
 			return 0, err
@@ -401,20 +427,62 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 		}
 		return end, nil
 	}
-	if i < len(s.p) && s.p[i] == '"' {
-		if f, ok := textField(key); ok {
-			end, escaped, err := stringEndChecked(s.p, i)
-			if err != nil {
-				return 0, err
-			}
-			if len(s.spans) == MaxSpans {
-				return 0, ErrTooMany
-			}
-			s.spans = append(s.spans, Span{Start: i, End: end, Key: Key{Choice: at.choice, Tool: at.tool, Field: f}, Escaped: escaped})
-			return end, nil
+	if i >= len(s.p) {
+		return 0, ErrSyntax
+	}
+	k, ok := s.textKey(key, at)
+	switch c := s.p[i]; {
+	case !ok:
+	case c == '"':
+		end, escaped, err := stringEndChecked(s.p, i)
+		if err != nil {
+			return 0, err
 		}
+		if len(s.spans) == MaxSpans {
+			return 0, ErrTooMany
+		}
+		s.spans = append(s.spans, Span{Start: i, End: end, Key: k, Escaped: escaped})
+		return end, nil
+	case k.Field != Other && (c == '-' || '0' <= c && c <= '9' || c == 't' || c == 'f'):
+		return 0, ErrNotString
 	}
 	return s.value(i, depth, inner)
+}
+
+// textKey says whether a string member named key, inside an object at
+// `at`, is a text, and of which stream. The model-text fields are texts
+// anywhere in a chunk. Inside a choice so is every other string a client
+// joins across chunks: a role, a tool call's name and id, and any member
+// but "type", which the SDKs replace rather than join (it tells the
+// members of a union apart).
+func (s *Scanner) textKey(key []byte, at where) (Key, bool) {
+	k := Key{Choice: at.choice, Tool: at.tool}
+	var ok bool
+	if k.Field, ok = textField(key); ok || at.choice < 0 {
+		return k, ok
+	}
+	switch {
+	case is(key, "type"):
+		return k, false
+	case is(key, "role"):
+		k.Field = Role
+	case is(key, "name"):
+		k.Field = Name
+	case is(key, "id"):
+		k.Field = ID
+	default:
+		k.Field, k.Name = Other, s.keyHash(key)
+	}
+	return k, true
+}
+
+// keyHash names a member's stream: the hash of its key folded to lower
+// case, as a Go client folds keys (is).
+func (s *Scanner) keyHash(key []byte) uint64 {
+	if !s.seeded {
+		s.seed, s.seeded = maphash.MakeSeed(), true
+	}
+	return maphash.Bytes(s.seed, bytes.ToLower(key)) | 1 // never 0, the known fields' Name
 }
 
 func (s *Scanner) array(i, depth int, at where) (int, error) {

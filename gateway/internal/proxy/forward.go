@@ -78,7 +78,8 @@ func (s *stream) begin(tr transcript.Transcript, choices int) {
 }
 
 // textStream is one text of a response that arrives over many chunks: a
-// choice's content, refusal or reasoning, or one tool call's arguments.
+// choice's content, refusal or reasoning, one tool call's arguments, or a
+// string a client joins across chunks (a role, a tool's name; chunk.Field).
 // PII split across two chunks of one stream is caught by its redactor's
 // hold-back; two streams never mix.
 type textStream struct {
@@ -301,7 +302,7 @@ func scanError(err error) error {
 	case errors.Is(err, chunk.ErrTooMany):
 		return unredactable{reasonTooManyTexts, err.Error()}
 	case errors.Is(err, chunk.ErrTooDeep) || errors.Is(err, chunk.ErrBadIndex) || errors.Is(err, chunk.ErrUnredactable) ||
-		errors.Is(err, chunk.ErrTooManyStrings):
+		errors.Is(err, chunk.ErrTooManyStrings) || errors.Is(err, chunk.ErrNotString):
 		return unredactable{reasonUnredactable, err.Error()}
 	}
 	return errNotJSON
@@ -476,7 +477,7 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 			out = s.appendUnescaped(out, payload[last:sp.Start+1], payload[sp.Start+1:sp.End-1], t, finished)
 		} else {
 			text := s.text[d.from:d.to]
-			if len(text) > 0 {
+			if len(text) > 0 && t.key.Field.Generated() {
 				s.acct.token()
 			}
 			red = t.red.Redact(red[:0], text)
@@ -499,7 +500,7 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 // its stream's last, so nothing is held back. Both paths build such a
 // text's part of the line here, so both count and redact it alike.
 func (s *stream) appendUnescaped(out, head, text []byte, t *textStream, finished bool) []byte {
-	if len(text) > 0 {
+	if len(text) > 0 && t.key.Field.Generated() {
 		s.acct.token()
 	}
 	out = append(out, head...)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -143,5 +144,91 @@ func TestAnErrorBodyThatDripsIsCut(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(l.m.inFlight); n != 0 {
 		t.Errorf("%v streams still in flight", n)
+	}
+}
+
+// accumulated joins what a client's SDK joins across a stream's chunks, as
+// openai-python's accumulate_delta does: every string of a choice's delta
+// but "type", per choice, tool call and member path.
+func accumulated(t *testing.T, body string) map[string]string {
+	t.Helper()
+	acc := map[string]string{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case string:
+			acc[path] += v
+		case map[string]any:
+			for k, e := range v {
+				if k != "type" && k != "index" {
+					walk(path+"."+strings.ToLower(k), e)
+				}
+			}
+		case []any:
+			for i, e := range v {
+				at := float64(i)
+				if m, ok := e.(map[string]any); ok {
+					if n, ok := m["index"].(float64); ok {
+						at = n
+					}
+				}
+				walk(fmt.Sprintf("%s[%v]", path, at), e)
+			}
+		}
+	}
+	events, _ := clientView(t, body)
+	for _, ev := range events {
+		var c struct{ Choices []any }
+		if json.Unmarshal([]byte(ev.data), &c) == nil {
+			walk("choices", c.Choices)
+		}
+	}
+	return acc
+}
+
+// A client joins a tool call's name and id, the role and any other string
+// of a delta across chunks, not only its content: PII split across two
+// chunks of one of them reads whole once joined.
+func TestPIISplitAcrossAnyJoinedStringIsCaught(t *testing.T) {
+	body := `data: {"choices":[{"index":0,"delta":{"role":"ask kim@exa","x_note":"call 415",` +
+		`"tool_calls":[{"index":0,"id":"call_kim@exa","type":"function","function":{"name":"kim@exa","arguments":""}}]}}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"role":"mple.com now","x_note":"555 0199 now",` +
+		`"tool_calls":[{"index":0,"id":"mple.com","type":"function","function":{"name":"mple.com","arguments":"{}"}}]}}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"
+	l := newLab(t, rawUpstream(body))
+	_, got := l.stream(t)
+	acc := accumulated(t, got)
+	for _, path := range []string{"choices[0].delta.role", "choices[0].delta.x_note",
+		"choices[0].delta.tool_calls[0].id", "choices[0].delta.tool_calls[0].function.name"} {
+		if !strings.Contains(acc[path], "[REDACTED:") {
+			t.Errorf("%s joined to %q, want it redacted", path, acc[path])
+		}
+	}
+	for path, text := range acc {
+		if strings.Contains(text, "kim@example.com") || strings.Contains(text, "555 0199") {
+			t.Errorf("%s joined to %q: PII reached the client", path, text)
+		}
+	}
+	if l.outcomes(t, OutcomeOK) != 1 {
+		t.Errorf("the stream is ok:\n%s", got)
+	}
+}
+
+// A number where the schema has a string is refused, not passed: a client
+// that joins text += delta.content shows it as text.
+func TestNumbersWhereTextBelongsEndTheStream(t *testing.T) {
+	for _, payload := range []string{
+		`{"choices":[{"index":0,"delta":{"content":4111111111111111}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":4155550199}}]}}]}`,
+	} {
+		l := newLab(t, rawUpstream("data: "+rawChunk("hi")+"\n\ndata: "+payload+"\n\ndata: [DONE]\n\n"))
+		_, got := l.stream(t)
+		text, done, errs := contents(t, got)
+		if strings.Contains(got, "4111111111111111") || strings.Contains(got, "4155550199") || done || len(errs) != 1 || text != "hi" {
+			t.Errorf("%s: client text %q, done %v, errors %v\n%s", payload, text, done, errs, got)
+		}
+		if l.reason(reasonUnredactable) != 1 {
+			t.Errorf("unredactable chunks %v, want 1", l.reason(reasonUnredactable))
+		}
 	}
 }

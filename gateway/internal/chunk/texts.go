@@ -140,10 +140,9 @@ type Scanner struct {
 	// error's message, anything a provider adds. A client can read them
 	// as well, so they are redacted too, each on its own.
 	others []Span
-	// seed keys keyHash, random per scanner, so no upstream can choose
-	// two member names that share a stream.
-	seed   maphash.Seed
-	seeded bool
+	// notString says the walk met a number or a boolean where the
+	// schema has a string (ErrNotString).
+	notString bool
 }
 
 // Others returns the strings of the last chunk walked in full (not one
@@ -197,10 +196,13 @@ func (s *Scanner) Scan(payload []byte) ([]Span, error) {
 	}
 	s.gen, s.hit, s.shaped = s.gen+1, false, false
 	s.p, s.spans, s.choices, s.tools = payload, s.spans[:0], s.choices[:0], s.tools[:0]
-	s.meta, s.finished, s.others = s.meta[:0], s.finished[:0], s.others[:0]
+	s.meta, s.finished, s.others, s.notString = s.meta[:0], s.finished[:0], s.others[:0], false
 	i, err := s.value(skipSpace(payload, 0), 0, where{role: roleTop, choice: -1, tool: -1})
-	if err == nil && skipSpace(payload, i) != len(payload) {
+	switch {
+	case err == nil && skipSpace(payload, i) != len(payload):
 		err = ErrSyntax
+	case err == nil && s.notString:
+		err = ErrNotString
 	}
 	if err != nil {
 		s.p = nil
@@ -444,7 +446,9 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 		s.spans = append(s.spans, Span{Start: i, End: end, Key: k, Escaped: escaped})
 		return end, nil
 	case k.Field != Other && (c == '-' || '0' <= c && c <= '9' || c == 't' || c == 'f'):
-		return 0, ErrNotString
+		// Refused once the walk is done: a document that is no JSON
+		// after all is data of another kind, forwarded as text.
+		s.notString = true
 	}
 	return s.value(i, depth, inner)
 }
@@ -471,19 +475,21 @@ func (s *Scanner) textKey(key []byte, at where) (Key, bool) {
 	case is(key, "id"):
 		k.Field = ID
 	default:
-		k.Field, k.Name = Other, s.keyHash(key)
+		k.Field, k.Name = Other, keyHash(key)
 	}
 	return k, true
 }
 
 // keyHash names a member's stream: the hash of its key folded to lower
 // case, as a Go client folds keys (is).
-func (s *Scanner) keyHash(key []byte) uint64 {
-	if !s.seeded {
-		s.seed, s.seeded = maphash.MakeSeed(), true
-	}
-	return maphash.Bytes(s.seed, bytes.ToLower(key)) | 1 // never 0, the known fields' Name
+func keyHash(key []byte) uint64 {
+	return maphash.Bytes(keySeed, bytes.ToLower(key)) | 1 // never 0, the known fields' Name
 }
+
+// keySeed is random per process, so no upstream can choose two member
+// names that share a stream; it is one seed, so every scanner names a
+// member alike.
+var keySeed = maphash.MakeSeed()
 
 func (s *Scanner) array(i, depth int, at where) (int, error) {
 	if depth > MaxDepth {

@@ -8,9 +8,17 @@
 // bounded (MaxHold) and flushed at the end of the stream. The redactor scans
 // bytes by hand rather than with regexps: it runs on every event of every
 // stream, where the gateway's budget is about 2x a plain proxy.
+//
+// A digit is any Unicode decimal digit (general category Nd), not only
+// ASCII's: Python's int() and libphonenumber read "４１５ ５５５ ０１２３"
+// (full-width) as a phone number, so the redactor does too.
 package redact
 
-import "bytes"
+import (
+	"bytes"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Kind is a class of PII.
 type Kind int
@@ -61,9 +69,9 @@ func (r *Redactor) Counts() [NumKinds]int { return r.counts }
 //
 // What it appends is text's own bytes, in order, with matches replaced, and
 // before them what it held: a held tail is ASCII letters, digits and the
-// punctuation of addresses, numbers and keys (a match and the run after
-// it), never a quote, a backslash or a control character, and it never
-// splits a multi-byte character. Text that is its own JSON string content
+// punctuation of addresses, numbers and keys, and whole decimal digits of
+// other scripts (a match and the run after it), never a quote, a backslash
+// or a control character, and it never splits a multi-byte character. Text that is its own JSON string content
 // therefore redacts to its own JSON string content.
 func (r *Redactor) Redact(dst, text []byte) []byte {
 	// The common token: no byte a match needs, here or held, so nothing
@@ -209,9 +217,67 @@ var class = func() (t [256]uint16) {
 		set(clStarter, '0' <= b && b <= '9' || b == '@' || b == '-')
 		set(clHeldA, t[c]&clLocal != 0 || b == '@')
 		set(clHeldN, t[c]&(clDigit|clNumSep) != 0 || b == '+')
+		// Bytes of a multi-byte character may be of a digit: its
+		// continuation bytes are held with a number's run (numberFrom
+		// starts a number only at a whole character), and the first bytes
+		// of every non-ASCII decimal digit start a match.
+		set(clHeldN, b&0xC0 == 0x80)
+	}
+	for _, rt := range unicode.Nd.R16 {
+		markDigitLeads(&t, rune(rt.Lo), rune(rt.Hi), rune(rt.Stride))
+	}
+	for _, rt := range unicode.Nd.R32 {
+		markDigitLeads(&t, rune(rt.Lo), rune(rt.Hi), rune(rt.Stride))
 	}
 	return t
 }()
+
+// markDigitLeads marks the first byte of each non-ASCII digit in lo..hi.
+func markDigitLeads(t *[256]uint16, lo, hi, stride rune) {
+	var b [utf8.UTFMax]byte
+	for r := max(lo, utf8.RuneSelf); r <= hi; r += stride {
+		utf8.EncodeRune(b[:], r)
+		t[b[0]] |= clStarter | clHeldN
+	}
+}
+
+// digitAt reads the digit that starts at w[i]: its value, as an ASCII
+// digit, and its length in bytes; size is 0 when none starts there.
+// Unicode encodes each script's decimal digits as one run from 0 to 9,
+// and every range of unicode.Nd starts at a zero, so a digit's value is
+// its distance from its range's start, mod 10.
+func digitAt(w []byte, i int) (digit byte, size int) {
+	c := w[i]
+	if c < utf8.RuneSelf {
+		if isDigit(c) {
+			return c, 1
+		}
+		return 0, 0
+	}
+	if class[c]&clStarter == 0 {
+		return 0, 0
+	}
+	r, size := utf8.DecodeRune(w[i:])
+	if !unicode.IsDigit(r) {
+		return 0, 0
+	}
+	return '0' + byte(digitValue(r)), size
+}
+
+// digitValue is the value of a decimal digit r (unicode.IsDigit).
+func digitValue(r rune) rune {
+	for _, rt := range unicode.Nd.R16 {
+		if lo, hi := rune(rt.Lo), rune(rt.Hi); lo <= r && r <= hi {
+			return (r - lo) % 10
+		}
+	}
+	for _, rt := range unicode.Nd.R32 {
+		if lo, hi := rune(rt.Lo), rune(rt.Hi); lo <= r && r <= hi {
+			return (r - lo) % 10
+		}
+	}
+	return 0
+}
 
 func isAlnum(c byte) bool  { return class[c]&clAlnum != 0 }
 func isDigit(c byte) bool  { return class[c]&clDigit != 0 }
@@ -248,15 +314,23 @@ func runs(w []byte) (starts bool, h, n int) {
 }
 
 // numberFrom returns where a number may begin in the run from n: a run of
-// separators alone starts none.
+// separators alone starts none, and neither does a byte inside a
+// character.
 func numberFrom(w []byte, n int) int {
-	for n < len(w) && !numberStart(w[n]) {
+	for n < len(w) && !numberStart(w, n) {
 		n++
 	}
 	return n
 }
 
-func numberStart(c byte) bool { return isDigit(c) || c == '+' || c == '(' }
+// numberStart says whether a number may start at w[i]: a digit, '+' or '('.
+func numberStart(w []byte, i int) bool {
+	if c := w[i]; c == '+' || c == '(' {
+		return true
+	}
+	_, size := digitAt(w, i)
+	return size > 0
+}
 
 // mayStart is the fast path of the common token, which holds no byte a
 // match needs.
@@ -298,7 +372,7 @@ func scan(ms []match, w []byte, prev byte) []match {
 				continue
 			}
 		}
-		if numberStart(c) && !isAlnum(before(i)) {
+		if numberStart(w, i) && !isAlnum(before(i)) {
 			e, k, ok := numberRun(w, i)
 			if ok {
 				ms = append(ms, match{i, e, k})
@@ -396,24 +470,25 @@ func numberRun(w []byte, i int) (end int, kind Kind, ok bool) {
 	if w[j] == '+' {
 		j++
 	}
-	for ; j < len(w); j++ {
-		c := w[j]
-		if isDigit(c) {
+	for j < len(w) {
+		if d, size := digitAt(w, j); size > 0 {
 			if digits < len(buf) {
-				buf[digits] = c
+				buf[digits] = d
 			}
 			digits++
 			seps = 0
-			end = j + 1
+			j += size
+			end = j
 			continue
 		}
-		if !isNumSep(c) || seps == 2 {
+		if !isNumSep(w[j]) || seps == 2 {
 			break
 		}
 		if seps == 0 {
 			groupEnd, groupDigits = end, digits
 		}
 		seps++
+		j++
 	}
 	if end == 0 {
 		return i + 1, 0, false

@@ -3,6 +3,7 @@ package redact
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func all(pieces ...string) (string, [NumKinds]int) {
@@ -138,5 +139,59 @@ func BenchmarkRedactToken(b *testing.B) {
 	for b.Loop() {
 		dst = r.Redact(dst[:0], toks[i%len(toks)])
 		i++
+	}
+}
+
+// A digit is any Unicode decimal digit: Python's int() and libphonenumber
+// read full-width and other scripts' digits as digits, so a client may too.
+func TestDigitsOfEveryScriptAreDigits(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"call ４１５ ５５５ ０１２３ now", "call [REDACTED:PHONE] now"},
+		{"call ٤١٥٥٥٥٠١٢٣ now", "call [REDACTED:PHONE] now"},           // Arabic-Indic
+		{"call ४१५-५५५-०१२३ now", "call [REDACTED:PHONE] now"},         // Devanagari
+		{"card ４１１１ 1111 １１１１ 1111 ok", "card [REDACTED:CARD] ok"},     // mixed, Luhn-checked
+		{"card ４１１１ 1111 １１１１ 1112 ok", "card ４１１１ 1111 １１１１ 1112 ok"}, // fails Luhn, and too long for a phone
+		{"𝟒𝟏𝟓𝟓𝟓𝟓𝟎𝟏𝟐𝟑", "[REDACTED:PHONE]"},                             // mathematical bold
+		{"order ４２ of 世界 🙂, é", "order ４２ of 世界 🙂, é"},
+	}
+	for _, c := range cases {
+		if got, _ := all(c.in); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+		if got, _ := Text([]byte(c.in)); string(got) != c.want {
+			t.Errorf("Text(%q) = %q, want %q", c.in, got, c.want)
+		}
+		// Split between any two characters, as a stream's chunks are.
+		runes := []rune(c.in)
+		for i := range runes {
+			if got, _ := all(string(runes[:i]), string(runes[i:])); got != c.want {
+				t.Errorf("%q split at rune %d: got %q", c.in, i, got)
+			}
+		}
+	}
+}
+
+// A multi-byte character's continuation bytes are held with a number's run
+// only as part of a whole digit: a held tail never starts inside one.
+func TestAHeldTailNeverSplitsACharacter(t *testing.T) {
+	for _, text := range []string{"café", "写了 ４", "x ١٢", "end 🙂", "é٣"} {
+		var r Redactor
+		out := r.Redact(nil, []byte(text))
+		if held := len(text) - len(out); held > 0 && !utf8.RuneStart(text[len(out)]) {
+			t.Errorf("%q: released %q, holding from inside a character", text, out)
+		}
+	}
+}
+
+func TestDigitValues(t *testing.T) {
+	for r, want := range map[rune]byte{'７': '7', '٣': '3', '७': '7', '𝟗': '9', '𝟘': '0', '٠': '0', '9': '9'} {
+		if d, size := digitAt([]byte(string(r)), 0); d != want || size != utf8.RuneLen(r) {
+			t.Errorf("digitAt(%q) = %q, %d; want %q", r, d, size, want)
+		}
+	}
+	for _, r := range "a+(é世🙂" {
+		if _, size := digitAt([]byte(string(r)), 0); size != 0 {
+			t.Errorf("%q read as a digit", r)
+		}
 	}
 }

@@ -12,10 +12,10 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"burnlab/gateway/internal/tenant"
+	"burnlab/shared/bearer"
 )
 
 // admitted is a request the gateway will stream: its body, forwarded to the
@@ -116,7 +116,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*adm
 		return nil, reject(w, http.StatusBadRequest, "invalid_request_error",
 			fmt.Sprintf("%d Authorization headers: send exactly one, Authorization: Bearer <key>", len(auth)))
 	}
-	t, err := h.cfg.Tenants.Authenticate(bearerKey(auth))
+	t, err := h.cfg.Tenants.Authenticate(bearer.Token(auth))
 	if err != nil {
 		return nil, reject(w, http.StatusUnauthorized, "authentication_error", "missing or unknown API key: send Authorization: Bearer <key>")
 	}
@@ -178,24 +178,6 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*adm
 	}
 	s.acct.hold = hold
 	return &admitted{body: body, maxTokens: limit, choices: max(req.N, 1), release: func() { hold.End(s.acct.tokens) }}, result{}
-}
-
-// bearerKey returns the key of the one Authorization header in auth, or ""
-// when there is none or its scheme is not Bearer. The scheme is
-// case-insensitive and is followed by one or more spaces (RFC 9110 §11.1,
-// §11.4), so "bearer sk-…" is the same credentials as "Bearer sk-…". A
-// request with two Authorization headers never gets here: which of them
-// counts would depend on who reads them (a proxy on the way, this gateway,
-// a log), so admit refuses it.
-func bearerKey(auth []string) string {
-	if len(auth) != 1 {
-		return ""
-	}
-	scheme, key, _ := strings.Cut(auth[0], " ")
-	if !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimLeft(key, " ")
 }
 
 // requestID keeps a client's X-Request-Id when it is a short token, so a

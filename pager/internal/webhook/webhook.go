@@ -33,6 +33,7 @@ import (
 	"burnlab/pager/internal/heapdelta"
 	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
+	"burnlab/shared/bearer"
 	"burnlab/shared/openai"
 )
 
@@ -75,7 +76,8 @@ type Config struct {
 	Store *store.Store
 	Log   zerolog.Logger
 	// Token, when set, must arrive as `Authorization: Bearer <token>`
-	// (Alertmanager's http_config.authorization).
+	// (Alertmanager's http_config.authorization), the scheme in any case
+	// (bearer.Token).
 	Token string
 	// ProfileURL is the gateway's pprof allocs endpoint; empty disables
 	// profile capture.
@@ -252,7 +254,7 @@ func (h *Handler) webhook(kind string) http.HandlerFunc {
 			return
 		}
 		if h.cfg.Token != "" {
-			got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			got := bearer.Token(r.Header.Values("Authorization"))
 			if subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.Token)) != 1 {
 				fail(w, http.StatusUnauthorized, "missing or wrong bearer token")
 				return

@@ -202,8 +202,16 @@ func TestBearerToken(t *testing.T) {
 	if status, _ := p.post(t, "/webhook/ticket", body, "Authorization", "Bearer wrong"); status != 401 {
 		t.Fatalf("wrong token: %d", status)
 	}
-	if status, _ := p.post(t, "/webhook/ticket", body, "Authorization", "Bearer s3cret"); status != 200 {
-		t.Fatalf("right token: %d", status)
+	if status, _ := p.post(t, "/webhook/ticket", body, "Authorization", "Basic s3cret"); status != 401 {
+		t.Fatalf("another scheme: %d", status)
+	}
+	// The scheme is case-insensitive (RFC 9110 §11.1), and Alertmanager
+	// sends authorization.type as configured: type: bearer must not lose
+	// every page to a 401, which Alertmanager does not retry.
+	for _, auth := range []string{"Bearer s3cret", "bearer s3cret", "BEARER s3cret", "Bearer  s3cret"} {
+		if status, _ := p.post(t, "/webhook/ticket", body, "Authorization", auth); status != 200 {
+			t.Fatalf("%q: %d", auth, status)
+		}
 	}
 }
 

@@ -4,7 +4,10 @@
 package pproftop
 
 import (
+	"bytes"
 	"cmp"
+	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -20,14 +23,56 @@ type Entry struct {
 	Cum      int64   `json:"cum"`
 }
 
-// Parse reads a profile in any format pprof accepts (gzipped proto too).
-func Parse(r io.Reader) (*profile.Profile, error) {
-	p, err := profile.Parse(r)
-	if err != nil {
-		return nil, fmt.Errorf("pproftop: %w", err)
+// MaxBytes is the default bound of Read: a profile larger than 64 MiB,
+// compressed or inflated, is refused. A Go service's heap profile is some
+// tens to hundreds of KB; this is far past any real one and still small
+// enough that a hostile target cannot exhaust the reader's memory.
+const MaxBytes = 64 << 20
+
+// ErrTooLarge is a profile past Read's limit.
+var ErrTooLarge = errors.New("pproftop: profile too large")
+
+// Read reads a profile in any format pprof accepts (gzipped proto too) from
+// r, and returns its bytes as read and the profile. Neither what it reads
+// nor what that inflates to may pass limit bytes: profile.Parse inflates a
+// gzipped profile without a bound, so a target serving 1 MiB of gzip that
+// inflates to 1 GiB took the reader to gigabytes. Here the inflated bytes
+// are read through a limit first, and profile.ParseData gets a profile
+// that is no longer gzipped (one gzipped twice is refused: ParseData would
+// inflate the inner one unbounded). What Read holds at once is the bytes
+// read, the inflated bytes and the parsed profile: a few times limit at
+// most.
+func Read(r io.Reader, limit int64) (raw []byte, p *profile.Profile, err error) {
+	raw, err = io.ReadAll(io.LimitReader(r, limit+1))
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("pproftop: reading the profile: %w", err)
+	case int64(len(raw)) > limit:
+		return nil, nil, fmt.Errorf("%w: over %d bytes", ErrTooLarge, limit)
 	}
-	return p, nil
+	data := raw
+	if isGzip(raw) {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, nil, fmt.Errorf("pproftop: %w", err)
+		}
+		if data, err = io.ReadAll(io.LimitReader(zr, limit+1)); err != nil {
+			return nil, nil, fmt.Errorf("pproftop: inflating the profile: %w", err)
+		}
+		switch {
+		case int64(len(data)) > limit:
+			return nil, nil, fmt.Errorf("%w: %d bytes of gzip inflate to over %d bytes", ErrTooLarge, len(raw), limit)
+		case isGzip(data):
+			return nil, nil, errors.New("pproftop: a profile gzipped twice, which no profiler writes")
+		}
+	}
+	if p, err = profile.ParseData(data); err != nil {
+		return nil, nil, fmt.Errorf("pproftop: %w", err)
+	}
+	return raw, p, nil
 }
+
+func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
 
 // Top returns the n functions with the largest flat value of sampleType
 // (e.g. "alloc_space"), with the total over all samples. Flat goes to the

@@ -2,6 +2,7 @@ package pproftop
 
 import (
 	"bytes"
+	"compress/gzip"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -35,7 +36,7 @@ func TestTopOfARealHeapProfile(t *testing.T) {
 	if err := pprof.Lookup("allocs").WriteTo(&buf, 0); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Parse(&buf)
+	_, p, err := Read(&buf, MaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,47 @@ func TestTopOfARealHeapProfile(t *testing.T) {
 	if _, _, err := Top(p, "no_such_type", 1); err == nil {
 		t.Error("an unknown sample type must be an error")
 	}
-	if _, err := Parse(strings.NewReader("not a profile")); err == nil {
+	if _, _, err := Read(strings.NewReader("not a profile"), MaxBytes); err == nil {
 		t.Error("garbage must not parse")
+	}
+}
+
+// A decompression bomb: a little gzip that inflates far past the limit is
+// refused after inflating no more than the limit, not parsed whole.
+func TestReadRefusesADecompressionBomb(t *testing.T) {
+	const limit = 1 << 20
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zeros := make([]byte, 1<<20)
+	for range 64 { // 64 MiB of zeros: 64 KiB of gzip
+		zw.Write(zeros)
+	}
+	zw.Close()
+	var twice bytes.Buffer
+	zw = gzip.NewWriter(&twice)
+	zw.Write(bomb.Bytes())
+	zw.Close()
+	for name, c := range map[string]struct {
+		raw  []byte
+		want string
+	}{
+		"bomb":           {bomb.Bytes(), "inflate to over"},
+		"gzipped twice":  {twice.Bytes(), "gzipped twice"},
+		"over the limit": {make([]byte, limit+1), "over 1048576 bytes"},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, _, err := Read(bytes.NewReader(c.raw), limit)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want one saying %q", name, err, c.want)
+		}
+		// TotalAlloc counts every byte allocated, exactly (it is no
+		// sample). Reading and inflating to the limit allocates a few
+		// times the limit (ReadAll doubles its buffer); the whole bomb
+		// would be 64 times it.
+		if got := after.TotalAlloc - before.TotalAlloc; got > 8*limit {
+			t.Errorf("%s: %d bytes allocated, want at most %d", name, got, 8*limit)
+		}
 	}
 }

@@ -120,7 +120,7 @@ func TestHeapProfileNamesTheBaselineParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	p, err := pproftop.Parse(resp.Body)
+	_, p, err := pproftop.Read(resp.Body, pproftop.MaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

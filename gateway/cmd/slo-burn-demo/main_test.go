@@ -51,7 +51,7 @@ func TestProfileOnlyNamesTheBaselineParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	p, err := pproftop.Parse(f)
+	_, p, err := pproftop.Read(f, pproftop.MaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func BenchmarkDeltaCapture(b *testing.B) {
 				costs = append(costs, (capture-idle).Seconds()*1e3)
 				size = len(raw)
 			}
-			p, err := pproftop.Parse(bytes.NewReader(get(b, srv.URL+"/debug/pprof/allocs")))
+			_, p, err := pproftop.Read(bytes.NewReader(get(b, srv.URL+"/debug/pprof/allocs")), pproftop.MaxBytes)
 			if err != nil {
 				b.Fatal(err)
 			}

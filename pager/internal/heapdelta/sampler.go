@@ -55,10 +55,9 @@ const (
 	// reach back before a burn that a fast-burn alert needed minutes to
 	// confirm.
 	DefaultKeep = 40
-	// DefaultMaxBytes bounds the profile read. A gateway's delta is some
-	// tens of KB; 64 MiB is far past any real one and still small enough
-	// that a broken endpoint cannot exhaust the pager's memory.
-	DefaultMaxBytes = 64 << 20
+	// DefaultMaxBytes bounds the profile read, and what it inflates to
+	// (pproftop.Read). A gateway's delta is some tens of KB.
+	DefaultMaxBytes = pproftop.MaxBytes
 	// MaxSeconds bounds Seconds well under the gateway admin server's
 	// 2-minute WriteTimeout (shared/service/serve.go): older Go versions
 	// of net/http/pprof refuse a delta longer than the WriteTimeout, and
@@ -94,8 +93,9 @@ type Config struct {
 	// Timeout bounds one fetch, the Seconds the gateway waits included
 	// (default Seconds + 15 s); it must be longer than Seconds.
 	Timeout time.Duration
-	// MaxBytes is the largest profile read (default DefaultMaxBytes); a
-	// larger one is an error and is not kept.
+	// MaxBytes is the largest profile read, compressed or inflated
+	// (default and at most DefaultMaxBytes, which the verdict reads its
+	// samples with); a larger one is an error and is not kept.
 	MaxBytes int64
 }
 
@@ -145,8 +145,8 @@ func (c Config) deltaURL() (string, error) {
 		return "", fmt.Errorf("heapdelta: keep %d: want at least 1 delta", c.Keep)
 	case c.Timeout <= c.window():
 		return "", fmt.Errorf("heapdelta: timeout %s: want longer than the delta's %d s, which the gateway waits before it answers", c.Timeout, c.Seconds)
-	case c.MaxBytes < 1:
-		return "", fmt.Errorf("heapdelta: max bytes %d: want at least 1", c.MaxBytes)
+	case c.MaxBytes < 1 || c.MaxBytes > DefaultMaxBytes:
+		return "", fmt.Errorf("heapdelta: max bytes %d: want 1 to %d", c.MaxBytes, DefaultMaxBytes)
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil {
@@ -288,18 +288,11 @@ func (s *Sampler) fetch(ctx context.Context) (Sample, error) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return Sample{}, fmt.Errorf("fetching %s: %s: %s", s.url, resp.Status, bytes.TrimSpace(body))
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, s.cfg.MaxBytes+1))
+	raw, p, err := pproftop.Read(resp.Body, s.cfg.MaxBytes)
 	if err != nil {
-		return Sample{}, fmt.Errorf("reading %s: %w", s.url, err)
-	}
-	if int64(len(raw)) > s.cfg.MaxBytes {
-		return Sample{}, fmt.Errorf("reading %s: profile larger than %d bytes (MaxBytes)", s.url, s.cfg.MaxBytes)
+		return Sample{}, fmt.Errorf("reading %s (MaxBytes %d): %w", s.url, s.cfg.MaxBytes, err)
 	}
 	to := s.clock.Now()
-	p, err := pproftop.Parse(bytes.NewReader(raw))
-	if err != nil {
-		return Sample{}, fmt.Errorf("reading %s: %w", s.url, err)
-	}
 	if p.DurationNanos <= 0 {
 		return Sample{}, fmt.Errorf("reading %s: %w", s.url, errNotDelta)
 	}

@@ -145,6 +145,7 @@ func TestRunRetriesAfterEveryWhenShorter(t *testing.T) {
 func TestFetchFailuresAreNotKept(t *testing.T) {
 	good := deltaProfile(t, 10, map[string]float64{copyFn: 1 * MB})
 	cumulative := deltaProfile(t, 0, map[string]float64{copyFn: 1 * MB})
+	bomb := pproftoptest.Bomb(t, 64<<20)
 	// A profile with a duration but no alloc_space, as a CPU profile is.
 	var cpu bytes.Buffer
 	if err := (&profile.Profile{
@@ -165,7 +166,11 @@ func TestFetchFailuresAreNotKept(t *testing.T) {
 		{"garbage", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>hello</html>")) }, nil, "pproftop:"},
 		{"an empty body", func(w http.ResponseWriter, r *http.Request) {}, nil, "pproftop:"},
 		{"over MaxBytes", func(w http.ResponseWriter, r *http.Request) { w.Write(good) },
-			func(s *Sampler) { s.cfg.MaxBytes = int64(len(good) - 1) }, "larger than"},
+			func(s *Sampler) { s.cfg.MaxBytes = int64(len(good) - 1) }, "profile too large"},
+		// 64 MiB of zeros in 64 KiB of gzip: refused once 1 MiB is
+		// inflated, not parsed whole.
+		{"a decompression bomb", func(w http.ResponseWriter, r *http.Request) { w.Write(bomb) },
+			func(s *Sampler) { s.cfg.MaxBytes = 1 << 20 }, "inflate to over 1048576 bytes"},
 		{"a cumulative profile", func(w http.ResponseWriter, r *http.Request) { w.Write(cumulative) }, nil, "not a delta"},
 		{"a CPU profile", func(w http.ResponseWriter, r *http.Request) { w.Write(cpu.Bytes()) }, nil, `no "alloc_space" samples`},
 		{"a timeout", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() },

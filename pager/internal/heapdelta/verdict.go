@@ -238,7 +238,7 @@ func readRates(s Sample) (rates, error) {
 	if len(s.Raw) == 0 {
 		return rates{}, errors.New("its profile is empty")
 	}
-	p, err := pproftop.Parse(bytes.NewReader(s.Raw))
+	_, p, err := pproftop.Read(bytes.NewReader(s.Raw), pproftop.MaxBytes)
 	if err != nil {
 		return rates{}, err
 	}

@@ -33,6 +33,7 @@ import (
 	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
+	"burnlab/shared/pproftop"
 	"burnlab/shared/slo"
 )
 
@@ -390,7 +391,7 @@ func (h *Handler) readProfile(file string) (*profile.Profile, error) {
 		return nil, fmt.Errorf("web: %w", err)
 	}
 	defer f.Close()
-	p, err := profile.Parse(f)
+	_, p, err := pproftop.Read(f, pproftop.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("web: parsing %s: %w", file, err)
 	}

@@ -83,7 +83,7 @@ func (u *ui) profile(id, name string, raw []byte, after bool) {
 	if err := u.st.SaveProfile(name, raw); err != nil {
 		u.t.Fatal(err)
 	}
-	prof, err := pproftop.Parse(bytes.NewReader(raw))
+	_, prof, err := pproftop.Read(bytes.NewReader(raw), pproftop.MaxBytes)
 	if err != nil {
 		u.t.Fatal(err)
 	}

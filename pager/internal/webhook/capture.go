@@ -1,10 +1,8 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"path"
 	"time"
@@ -192,13 +190,9 @@ func (h *Handler) fetch(ctx context.Context, name string) (incident.Profile, err
 	if resp.StatusCode != http.StatusOK {
 		return incident.Profile{}, fmt.Errorf("fetching %s: %s", h.cfg.ProfileURL, resp.Status)
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	raw, prof, err := pproftop.Read(resp.Body, pproftop.MaxBytes)
 	if err != nil {
-		return incident.Profile{}, fmt.Errorf("reading profile: %w", err)
-	}
-	prof, err := pproftop.Parse(bytes.NewReader(raw))
-	if err != nil {
-		return incident.Profile{}, err
+		return incident.Profile{}, fmt.Errorf("reading %s: %w", h.cfg.ProfileURL, err)
 	}
 	top, total, err := pproftop.Top(prof, "alloc_space", 10)
 	if err != nil {

@@ -102,7 +102,7 @@ func FuzzWebhookPayload(f *testing.F) {
 	if err := pprof.Lookup("allocs").WriteTo(&raw, 0); err != nil {
 		f.Fatal(err)
 	}
-	p, err := pproftop.Parse(&raw)
+	_, p, err := pproftop.Read(&raw, pproftop.MaxBytes)
 	if err != nil {
 		f.Fatal(err)
 	}

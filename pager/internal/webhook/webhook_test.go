@@ -28,6 +28,7 @@ import (
 
 	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
+	"burnlab/shared/pproftop"
 	"burnlab/shared/pproftop/pproftoptest"
 	"burnlab/shared/syncbuf"
 )
@@ -324,6 +325,23 @@ func TestAFailedCaptureIsRecordedAndNeverBlocksThePage(t *testing.T) {
 	inc := all(p.st)[0]
 	if inc.Profile == nil || inc.Profile.Error == "" || !strings.Contains(fmt.Sprint(inc.Timeline), "profile failed") {
 		t.Fatalf("failure not recorded: %+v", inc)
+	}
+}
+
+// A profile target that serves a decompression bomb gets a clear error on
+// the incident, after no more than pproftop.MaxBytes is inflated.
+func TestADecompressionBombIsRefusedOnTheIncident(t *testing.T) {
+	bomb := pproftoptest.Bomb(t, 2*pproftop.MaxBytes)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(bomb) }))
+	defer target.Close()
+	p := newPager(t, target.URL, "")
+	if status, _ := p.post(t, "/webhook/page", notification(alert("firing", "page", time.Now()))); status != 200 {
+		t.Fatal(status)
+	}
+	p.h.Close(context.Background())
+	inc := all(p.st)[0]
+	if inc.Profile == nil || !strings.Contains(inc.Profile.Error, "profile too large") || !strings.Contains(inc.Profile.Error, "inflate to over") {
+		t.Fatalf("the bomb's capture: %+v", inc.Profile)
 	}
 }
 

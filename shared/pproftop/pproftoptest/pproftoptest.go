@@ -7,6 +7,7 @@ package pproftoptest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"runtime"
 	"runtime/pprof"
 	"testing"
@@ -41,4 +42,22 @@ func HeapProfile(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// Bomb is a decompression bomb served as a profile: inflated bytes of
+// zeros, gzipped to about a thousandth of that.
+func Bomb(t testing.TB, inflated int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zeros := make([]byte, 1<<20)
+	for left := inflated; left > 0; left -= len(zeros) {
+		if _, err := zw.Write(zeros[:min(left, len(zeros))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -157,7 +157,7 @@ func (d *Datasource) flameGraph(ctx context.Context, id string) (*data.Frame, er
 		return nil, err
 	}
 	defer body.Close()
-	p, err := profile.Parse(body)
+	_, p, err := pproftop.Read(body, pproftop.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("profile of %s: %w", pick.ID, err)
 	}

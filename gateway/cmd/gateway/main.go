@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	upstream := fs.String("upstream", "http://127.0.0.1:8081", "OpenAI-compatible base URL of the model provider, http://host:port or http://host:port/v1 (requests go to …/v1/chat/completions)")
 	tenants := fs.String("tenants", "", "API keys: `key=tenant:tokens-per-minute,…` or a file of `key tenant tokens-per-minute` lines")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	upTimeout := fs.Duration("upstream-timeout", 10*time.Second, "wait this long for the upstream's response headers, then answer 504")
+	upTimeout := fs.Duration("upstream-timeout", 10*time.Second, "wait this long for the upstream's answer from the request on (its headers, and an error body it quotes), then answer 504")
 	idle := fs.Duration("upstream-idle-timeout", 30*time.Second, "end a stream when a read of its upstream waits this long (time spent writing to a slow client is not counted)")
 	readTimeout := fs.Duration("read-timeout", service.DefaultReadTimeout, "a request's headers and body must arrive within this long (then 408)")
 	clientWrite := fs.Duration("client-write-timeout", 30*time.Second, "give up a stream whose client does not take a flush (up to 32 KiB) within this long")

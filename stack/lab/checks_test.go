@@ -12,20 +12,6 @@ import (
 // The e2e's checks. Each returns the error of reading the pager or
 // Prometheus: a check that cannot read must fail, never pass as "silent".
 
-// newPage names a firing page other than old, or "".
-func newPage(l *Lab, old string) (string, error) {
-	incs, err := l.Incidents()
-	if err != nil {
-		return "", err
-	}
-	for _, inc := range incs {
-		if inc.Severity == "page" && inc.ID != old && inc.Status == "firing" {
-			return inc.ID + " " + inc.SLO, nil
-		}
-	}
-	return "", nil
-}
-
 func firing(l *Lab, slo, severity string) (bool, error) {
 	alerts, err := l.Alerts()
 	if err != nil {

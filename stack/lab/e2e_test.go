@@ -8,12 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,15 +26,22 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// The bounds the e2e holds the lab to: generous against the lab windows'
-// promise (page ~3 min after a 10x burn starts, clear ~2 min after it
-// stops) because this runs on a shared 2-core machine.
+// The bounds the regression is held to, from the lab windows
+// (prometheus/slo/windows/lab) and the intervals (5 s scrape and
+// evaluation, Alertmanager's 10 s group_wait and 30 s group_interval):
+//   - the calibrated 10x burn pages through the slow pair once its 4m
+//     window averages 6x: 4m × 6/10 = 2.4 min after the load starts, plus
+//     5 s + 5 s + 10 s; pageWithin allows 2.5 times that;
+//   - after the switch the page clears once the 2m window falls under 6x:
+//     2m × (1 − 6/10) = 48 s, plus 5 s + 5 s + 30 s (the resolve waits
+//     for the group's next interval): ~1.5 min; resolveWithin allows
+//     3.3 times that;
+//   - the pager's profile and facts come within one profile fetch of the
+//     page: a 10 s delta and its request, far under profileWithin.
 const (
 	pageWithin    = 6 * time.Minute
 	profileWithin = 90 * time.Second
 	resolveWithin = 5 * time.Minute
-	fixedQuiet    = 3 * time.Minute // after the page resolved, no new page
-	idleQuiet     = 150 * time.Second
 	pollEvery     = 5 * time.Second
 )
 
@@ -63,35 +68,36 @@ func expectedBurn(path string) (float64, error) {
 	return 1 / float64(s.LongEvery) / slo.Budget, nil
 }
 
-// TestEndToEnd drives the native lab through the write-up's incident:
-// baseline pages at the burn the calibration promised, every dashboard
-// query has data, the switch to fixed resolves the page and nothing new
-// fires, and with no traffic nothing fires at all. What the compose e2e
-// proves on the same files (stack/compose: the profile after the resolve,
-// the before/after diff) is not proved again here; the pager's web UI is
-// stack/pagerweb's, in a browser.
-func TestEndToEnd(t *testing.T) {
-	root, _ := filepath.Abs("../..")
+// testRegression drives the native lab through the write-up's incident,
+// as the matrix's regression row (TestScenarios runs it): `make lab` works
+// without Docker, the baseline pages at the burn the calibration promised,
+// the page tells its story, every dashboard query has data, and `make
+// lab-switch` to fixed resolves the page. What the compose e2e proves on
+// the same files (the profile after the resolve, the before/after diff,
+// the monitoring path's faults) is not proved again here; that the fixed
+// build under load, and the idle stack, fire nothing is the none row's;
+// the pager's web UI is stack/pagerweb's, in a browser. It fills in
+// regression, the matrix's row.
+//
+// bin holds the binaries Build made, copied so that the switch's build of
+// the fixed gateway writes over no other lab's running binary.
+func testRegression(t *testing.T, ctx context.Context, root, bin, replay string, regression *result) {
+	t0 := time.Now()
+	var timeline []string
+	say := func(format string, args ...any) {
+		line := fmt.Sprintf("t+%-4s %-16s %s", time.Since(t0).Round(time.Second).String(), "regression", fmt.Sprintf(format, args...))
+		fmt.Println(line)
+		timeline = append(timeline, line)
+	}
+	own := t.TempDir()
+	if err := os.CopyFS(own, os.DirFS(bin)); err != nil {
+		t.Fatal(err)
+	}
 	addrs, err := FreeAddrs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
-	t0 := time.Now()
-	var timeline []string
-	say := func(format string, args ...any) {
-		line := fmt.Sprintf("t+%-4s %s", time.Since(t0).Round(time.Second).String(), fmt.Sprintf(format, args...))
-		fmt.Println(line)
-		timeline = append(timeline, line)
-	}
-	// Built before the lab starts: a compile beside its calibration would
-	// skew the traffic shape it fits.
-	replay, err := buildStrategies(ctx, root, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Start(ctx, Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Variant: variant.Baseline, Log: os.Stdout, NoLoad: true})
+	l, err := Start(ctx, Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Variant: variant.Baseline, Log: os.Stdout, NoLoad: true, Bin: own})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +118,6 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	regression = &result{name: reg.Name, build: reg.Build, expected: reg.Expected(), silent: "—", resolved: "—", burn: "—"}
 	fail := func(format string, args ...any) {
 		t.Helper()
 		regression.err = fmt.Errorf(format, args...)
@@ -293,22 +298,6 @@ func TestEndToEnd(t *testing.T) {
 	resolved := time.Now()
 	regression.resolved = fmt.Sprintf("%ds (from the switch)", int(resolved.Sub(switched).Seconds()))
 	say("RESOLVED %s after the switch; burn over 2m %s", resolved.Sub(switched).Round(time.Second), burn())
-	for time.Since(resolved) < fixedQuiet {
-		if inc, err := newPage(l, page.ID); err != nil || inc != "" {
-			fail("a new page fired in the fixed build: %q (%v)", inc, err)
-		}
-		time.Sleep(pollEvery)
-	}
-	v, err := l.Query(`slo:sli_error:ratio_rate2m{sloth_slo="stream-latency"}`)
-	if err != nil || len(v) == 0 {
-		fail("burn rate query: %v %v", err, v)
-	}
-	for _, x := range v {
-		if x != 0 {
-			fail("fixed build: error ratio over the 2m window is %v, want 0", x)
-		}
-	}
-	say("fixed: no new page for %s; burn over 2m 0.0x", fixedQuiet)
 	if err := stopWatch(); err != nil {
 		fail("watching the alerts: %v", err)
 	}
@@ -327,39 +316,6 @@ func TestEndToEnd(t *testing.T) {
 		fail("%v", err)
 	}
 
-	// 3. No traffic: nothing starts firing. An alert of the baseline burn
-	// may still be firing from a window longer than the run so far (the
-	// 48m/8m ticket pair): it was firing before the load stopped.
-	before := map[string]bool{}
-	alerts, err = l.Alerts()
-	if err != nil {
-		fail("alerts: %v", err)
-	}
-	for _, a := range alerts {
-		if a.State == "firing" {
-			before[a.Labels["sloth_slo"]+"/"+a.Labels["severity"]] = true
-		}
-	}
-	l.StopLoad()
-	stopped := time.Now()
-	say("load stopped (still firing from the burn: %v)", keys(before))
-	for time.Since(stopped) < idleQuiet {
-		if inc, err := newPage(l, page.ID); err != nil || inc != "" {
-			fail("a page fired with no traffic: %q (%v)", inc, err)
-		}
-		time.Sleep(pollEvery)
-	}
-	alerts, err = l.Alerts()
-	if err != nil {
-		fail("alerts: %v", err)
-	}
-	for _, a := range alerts {
-		key := a.Labels["sloth_slo"] + "/" + a.Labels["severity"]
-		if a.State == "firing" && a.Labels["sloth_slo"] != "" && (!before[key] || a.Labels["severity"] == "page") {
-			fail("with no traffic, %s started firing", key)
-		}
-	}
-	say("no traffic for %s: no page, nothing new firing in Prometheus", idleQuiet)
 	say("done in %s", time.Since(t0).Round(time.Second))
 	if dir := os.Getenv(results.EnvDir); dir != "" {
 		prom, am, err := l.Versions()
@@ -367,9 +323,9 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := results.Write(filepath.Join(dir, "lab-e2e.md"), results.Run{
-			Title: "The native lab's end-to-end run", By: "`make e2e SAVE=1` (stack/lab, TestEndToEnd)",
+			Title: "The native lab's end-to-end run", By: "`make e2e SAVE=1` (stack/lab, TestScenarios's regression row)",
 			Root: root, Date: t0, Machine: []string{"Prometheus " + prom, "Alertmanager " + am},
-			Notes: []string{"each figure is from the test's start; the baseline gateway pages, make lab-switch to fixed resolves, then the idle stack stays silent"},
+			Notes: []string{"each figure is from the regression's start; the baseline gateway pages, make lab-switch to fixed resolves"},
 			Body:  strings.Join(timeline, "\n"),
 		}); err != nil {
 			t.Error(err)
@@ -442,8 +398,6 @@ func dashboardQueries(t *testing.T, root string) map[string]string {
 	}
 	return out
 }
-
-func keys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
 
 // inABrowser opens the incident's page in headless Chromium, as the person
 // paged would, and checks that what the server rendered draws: the burn

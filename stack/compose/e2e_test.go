@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -23,7 +22,6 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"burnlab/shared/incident"
-	"burnlab/shared/scenario"
 	"burnlab/stack/lab"
 	"burnlab/stack/results"
 	"burnlab/stack/standins"
@@ -188,10 +186,6 @@ func TestComposeEndToEnd(t *testing.T) {
 	fmt.Print(table)
 	tl.block("the monitoring path's faults", table)
 
-	// 4b. A fault of the upstream's on the fixed build: the page's heap
-	// verdict is that the gateway's heap did not change.
-	s.upstreamTail(t, ctx, probe, &tl)
-
 	// 5. A restart keeps the pager's incidents and Prometheus's samples.
 	incs, err := probe.Incidents()
 	if err != nil {
@@ -286,35 +280,6 @@ func (s *stack) story(t *testing.T, ctx context.Context, probe lab.Probe, id, gu
 		t.Fatalf("the notification: %v", err)
 	}
 	tl.block("the page's notifications, as burnlab's Alertmanager template renders them (amtool)", note)
-}
-
-// tailShare runs the upstream-tail fault harder than the table's 1 %, so
-// the quick page pair fires within a minute.
-const tailShare = 0.05
-
-// upstreamTail injects the upstream-tail fault through make scenario's own
-// code once the pager holds a profile from before it, waits for its page
-// and checks its story: the heap did not change. The page is left to
-// resolve while the stack restarts.
-func (s *stack) upstreamTail(t *testing.T, ctx context.Context, probe lab.Probe, tl *timeline) {
-	t.Helper()
-	if err := probe.WaitHeapBaseline(ctx, 90*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	// A delta of the steady fixed gateway, wholly before the fault.
-	time.Sleep(15 * time.Second)
-	st := lab.DefaultStack()
-	st.Compose, st.Out, st.Share = s.command(), io.Discard, tailShare
-	start := time.Now()
-	if err := lab.ApplyScenario(ctx, "upstream-tail", st); err != nil {
-		t.Fatal(err)
-	}
-	page := waitIncident(t, s, probe, "stream-latency", "page", start, 4*time.Minute)
-	tl.mark(fmt.Sprintf("PAGE %s/%s after make scenario S=upstream-tail SHARE=%g, %s after it", page.AlertName, page.SLO, tailShare, time.Since(start).Round(time.Second)))
-	s.story(t, ctx, probe, page.ID, "", tl)
-	if err := scenario.Set(ctx, "http://"+probe.Addrs.Upstream, scenario.None); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // requireEngine skips the test, loudly, on a machine with no Docker

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # steps.sh runs make test's steps and ends with a table of what each took,
 # so a log (CI's too) says where the time went; TIMINGS=file also writes
-# the table as JSON. Each argument is a step, a make target; a+b+c runs
+# the table as JSON, and SAVE=1 saves a passing run's table as
+# docs/results/make-test.md (stack/cmd/save-result). Each argument is a step, a make target; a+b+c runs
 # those targets side by side, two at a time, each one's output held back
 # and printed whole once it ends, so logs do not interleave. Only work that
 # measures no time goes side by side: on a 2-core machine anything that
@@ -65,13 +66,18 @@ together() {
 table() {
 	local r name group start took result total
 	total=$(secs "$began" "$(now)")
-	printf '\nmake test: where the time went (seconds; side by side steps overlap)\n'
 	printf '%-18s %8s %8s  %s\n' step started took result
 	for r in "${rows[@]}"; do
 		IFS='|' read -r name group start took result <<<"$r"
 		printf '%-18s %8s %8s  %s%s\n' "$name" "$start" "$took" "$result" "$([ "$group" = alone ] || echo "  (beside: ${group//+/, })")"
 	done
 	printf '%-18s %8s %8s\n' total "" "$total"
+}
+
+# json writes the table to $TIMINGS, when set.
+json() {
+	local r name group start took result total
+	total=$(secs "$began" "$(now)")
 	if [ -n "${TIMINGS:-}" ]; then
 		{
 			printf '{"total_seconds": %s, "steps": [' "$total"
@@ -88,6 +94,14 @@ table() {
 	fi
 }
 
+save() {
+	[ -n "${SAVE:-}" ] && [ $failed = 0 ] || return 0
+	go run ./stack/cmd/save-result -o docs/results/make-test.md -title "Where make test's time goes" \
+		-by '`make test SAVE=1` (tools/steps.sh)' \
+		-note "seconds from make test's start, and each step's own; steps side by side (beside) overlap" <"$logs/table" &&
+		echo "saved docs/results/make-test.md"
+}
+
 for step in "$@"; do
 	if [[ $step == *+* ]]; then
 		together "$step"
@@ -98,5 +112,9 @@ for step in "$@"; do
 	fi
 	[ $failed = 0 ] || break
 done
-table
+table >"$logs/table"
+printf '\nmake test: where the time went (seconds; side by side steps overlap)\n'
+cat "$logs/table"
+json
+save || failed=1
 exit $failed

@@ -261,19 +261,19 @@ func digitAt(w []byte, i int) (digit byte, size int) {
 	if !unicode.IsDigit(r) {
 		return 0, 0
 	}
-	return '0' + byte(digitValue(r)), size
+	return "0123456789"[digitValue(r)], size
 }
 
 // digitValue is the value of a decimal digit r (unicode.IsDigit).
-func digitValue(r rune) rune {
+func digitValue(r rune) int {
 	for _, rt := range unicode.Nd.R16 {
 		if lo, hi := rune(rt.Lo), rune(rt.Hi); lo <= r && r <= hi {
-			return (r - lo) % 10
+			return int(r-lo) % 10
 		}
 	}
 	for _, rt := range unicode.Nd.R32 {
-		if lo, hi := rune(rt.Lo), rune(rt.Hi); lo <= r && r <= hi {
-			return (r - lo) % 10
+		if lo, hi := int64(rt.Lo), int64(rt.Hi); lo <= int64(r) && int64(r) <= hi {
+			return int((int64(r) - lo) % 10)
 		}
 	}
 	return 0

@@ -4,7 +4,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 GO      ?= go
-MODULES := ./shared/... ./gateway/... ./loadgen/... ./pager/... ./grafana/... ./stack/...
+MODULES := ./shared/... ./gateway/... ./loadgen/... ./pager/... ./grafana/... ./grafana/plugin/... ./stack/...
 BIN     := bin
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"burnlab/shared/incident"
+	"burnlab/shared/pproftop"
 
-	"github.com/google/pprof/profile"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/instancemgmt"
 	"github.com/grafana/grafana-plugin-sdk-go/data"

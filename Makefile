@@ -24,9 +24,10 @@ build: ## build every binary (both gateway variants) into bin/
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/pager ./pager/cmd/pager
 
 .PHONY: check
-check: chromium ## the inner loop: vet, lint and every unit test (-race, both gateway builds), no e2e (~2 min warm)
+check: chromium ## the inner loop: lint (govet among its linters) and every unit test (-race, both gateway builds), no e2e
 	$(GO) version
-	$(GO) vet $(MODULES)
+	@# golangci-lint's govet vets every module (make lint); only the
+	@# fixed build's files, which it does not see, are vetted here.
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
 	$(MAKE) --no-print-directory lint
 	$(GO) test -race -count=1 $(MODULES)
@@ -161,7 +162,7 @@ strategies: $(SLOTH_BIN) ## backtest the SRE workbook's six alerting strategies 
 
 .PHONY: check-strategies
 check-strategies: $(SLOTH_BIN) ## the strategies' tests (engine against arithmetic, each rule matters) and a short run: the regression on the lab's windows
-	cd stack/strategies && GOWORK=off $(GO) vet ./... && SLOTH=$(abspath $(SLOTH_BIN)) GOWORK=off $(GO) test -count=1 ./...
+	cd stack/strategies && SLOTH=$(abspath $(SLOTH_BIN)) GOWORK=off $(GO) test -count=1 ./...
 	$(STRATEGIES) -windows prometheus/slo/windows/lab -incidents regression >/dev/null
 
 .PHONY: dashboards
@@ -189,14 +190,14 @@ check-config: ## promtool check config (with each rule set) and amtool check-con
 # build with.
 .PHONY: check-compose
 check-compose: ## load docker-compose.yml with compose-go, lint the Dockerfile with buildkit, hold both to the lab
-	cd stack/compose && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
+	cd stack/compose && GOWORK=off $(GO) test -count=1 ./...
 
 # The Kubernetes checks' module stays out of go.work too: kustomize,
 # k8s.io/api and the Prometheus Operator's types would move the services'
 # versions. promtool (make tools) checks the PrometheusRules' groups.
 .PHONY: check-kubernetes
 check-kubernetes: tools ## build every deploy/kubernetes overlay with kustomize's Go API, decode strictly, hold it to compose, the lab and the rules
-	cd stack/kubernetes && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
+	cd stack/kubernetes && GOWORK=off $(GO) test -count=1 ./...
 
 .PHONY: k8s
 k8s: ## regenerate deploy/kubernetes's PrometheusRules and dashboard copy from prometheus/rules/ and grafana/dashboards/

@@ -34,7 +34,9 @@ var (
 )
 
 const (
-	warmUp = time.Minute // of healthy load before the fault, with nothing firing
+	// warmUp is healthy load before the fault, with nothing firing: six
+	// scrapes, so every SLI series has samples and a rate.
+	warmUp = 30 * time.Second
 	// idleQuiet is how long the none row's stack, its load stopped, must
 	// fire nothing: every page pair's short window (the longest is 2m)
 	// empty of traffic, one scrape and one evaluation (5 s each) and

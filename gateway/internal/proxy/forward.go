@@ -79,7 +79,8 @@ func (s *stream) begin(tr transcript.Transcript, choices int) {
 
 // textStream is one text of a response that arrives over many chunks: a
 // choice's content, refusal or reasoning, one tool call's arguments, or a
-// string a client joins across chunks (a role, a tool's name; chunk.Field).
+// value a client joins across chunks (a role, a tool's name or id, any
+// other member of a choice; chunk.Field).
 // PII split across two chunks of one stream is caught by its redactor's
 // hold-back; two streams never mix.
 type textStream struct {
@@ -92,6 +93,11 @@ type textStream struct {
 	// again.
 	tmpl    []byte
 	tmplGen uint64
+	// joined watches a value a client joins but shows as a value (a role,
+	// a tool's name or id: not chunk.Field.Generated): its pieces go out
+	// whole, never held back, so joined only tells when one completes PII
+	// begun in an earlier piece.
+	joined redact.Joined
 }
 
 // maxTextStreams bounds the redaction state one response may open (n
@@ -441,6 +447,7 @@ func (s *stream) decode(payload []byte, spans []chunk.Span) error {
 		case -2:
 			return unredactable{reasonUnredactable, "a choice index past the " + strconv.Itoa(s.choices) + " the request asked for"}
 		}
+		text := payload[sp.Start+1 : sp.End-1]
 		if sp.Escaped {
 			d.from = len(s.text)
 			var err error
@@ -450,6 +457,10 @@ func (s *stream) decode(payload []byte, spans []chunk.Span) error {
 				return unredactable{reasonUnredactable, "a text the gateway could not decode: " + err.Error()}
 			}
 			d.to = len(s.text)
+			text = s.text[d.from:d.to]
+		}
+		if !sp.Key.Field.Generated() && s.texts[d.stream].joined.Spans(text) {
+			return unredactable{reasonUnredactable, "PII split across chunks of a value a client joins (a role, a tool call's name or id)"}
 		}
 		s.decoded = append(s.decoded, d)
 	}
@@ -477,15 +488,20 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 			out = s.appendUnescaped(out, payload[last:sp.Start+1], payload[sp.Start+1:sp.End-1], t, finished)
 		} else {
 			text := s.text[d.from:d.to]
-			if len(text) > 0 && t.key.Field.Generated() {
-				s.acct.token()
-			}
-			red = t.red.Redact(red[:0], text)
-			if finished {
-				red = t.red.Flush(red)
-			}
 			out = append(out, payload[last:sp.Start]...)
-			out = openai.AppendQuote(out, red)
+			if !t.key.Field.Generated() {
+				whole, _ := s.redactText(text) // whole: joined watched it (decode)
+				out = openai.AppendQuote(out, whole)
+			} else {
+				if len(text) > 0 {
+					s.acct.token()
+				}
+				red = t.red.Redact(red[:0], text)
+				if finished {
+					red = t.red.Flush(red)
+				}
+				out = openai.AppendQuote(out, red)
+			}
 		}
 		last = sp.End
 		s.keepTemplate(t, payload)
@@ -500,10 +516,14 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 // its stream's last, so nothing is held back. Both paths build such a
 // text's part of the line here, so both count and redact it alike.
 func (s *stream) appendUnescaped(out, head, text []byte, t *textStream, finished bool) []byte {
-	if len(text) > 0 && t.key.Field.Generated() {
+	out = append(out, head...)
+	if !t.key.Field.Generated() {
+		red, _ := s.redactText(text) // whole: joined watched it (decode)
+		return append(append(out, red...), '"')
+	}
+	if len(text) > 0 {
 		s.acct.token()
 	}
-	out = append(out, head...)
 	out = t.red.Redact(out, text)
 	if finished {
 		out = t.red.Flush(out) // its last text: nothing more can join it
@@ -541,7 +561,7 @@ func (s *stream) keepTemplate(t *textStream, payload []byte) {
 // before it, and no escapes, so its text is its bytes.
 func (s *stream) commonToken(out *flusher, ev *sse.Event, payload []byte, spans []chunk.Span) bool {
 	gen, hit := s.scanner.Shape()
-	if !hit || len(spans) != 1 || spans[0].Escaped || s.scanner.Finishing() {
+	if !hit || len(spans) != 1 || spans[0].Escaped || s.scanner.Finishing() || !spans[0].Key.Field.Generated() {
 		return false
 	}
 	sp := &spans[0]
@@ -572,7 +592,7 @@ func (s *stream) flushTail(out *flusher) {
 
 // release sends t's held tail as an event of its own, in the shape of the
 // last chunk that held it back: that chunk's other texts empty, and what it
-// says once — a finish reason, usage, a tool call's id, type and name —
+// says once — a finish reason, usage, a tool call's type —
 // null, since it went out with that chunk already.
 func (s *stream) release(out *flusher, t *textStream) {
 	if !t.red.Pending() {

@@ -188,29 +188,45 @@ func accumulated(t *testing.T, body string) map[string]string {
 
 // A client joins a tool call's name and id, the role and any other string
 // of a delta across chunks, not only its content: PII split across two
-// chunks of one of them reads whole once joined.
+// chunks of one of them reads whole once joined. Each goes out whole, so a
+// piece that completes PII begun in an earlier one ends the stream.
 func TestPIISplitAcrossAnyJoinedStringIsCaught(t *testing.T) {
-	body := `data: {"choices":[{"index":0,"delta":{"role":"ask kim@exa","x_note":"call 415",` +
-		`"tool_calls":[{"index":0,"id":"call_kim@exa","type":"function","function":{"name":"kim@exa","arguments":""}}]}}]}` + "\n\n" +
-		`data: {"choices":[{"index":0,"delta":{"role":"mple.com now","x_note":"555 0199 now",` +
-		`"tool_calls":[{"index":0,"id":"mple.com","type":"function","function":{"name":"mple.com","arguments":"{}"}}]}}]}` + "\n\n" +
-		`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"
-	l := newLab(t, rawUpstream(body))
+	first := `{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"lookup","arguments":""}}]}}]}`
+	for _, c := range []struct{ name, second string }{
+		{"role", `{"choices":[{"index":0,"delta":{"role":"kim@exa"}}]}` + "\n\n" + `data: {"choices":[{"index":0,"delta":{"role":"mple.com now"}}]}`},
+		{"tool id", `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"kim@exa"}]}}]}` + "\n\n" + `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"mple.com"}]}}]}`},
+		{"tool name", `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"kim@exa"}}]}}]}` + "\n\n" + `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"mple.com"}}]}}]}`},
+		{"a provider's member", `{"choices":[{"index":0,"delta":{"x_note":"call 415"}}]}` + "\n\n" + `data: {"choices":[{"index":0,"delta":{"x_note":"555 0199 now"}}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := "data: " + first + "\n\ndata: " + c.second + "\n\ndata: [DONE]\n\n"
+			l := newLab(t, rawUpstream(body))
+			_, got := l.stream(t)
+			for path, text := range accumulated(t, got) {
+				if strings.Contains(text, "kim@example.com") || strings.Contains(text, "555 0199") {
+					t.Errorf("%s joined to %q: PII reached the client", path, text)
+				}
+			}
+			if _, done, errs := contents(t, got); done || len(errs) != 1 || l.reason(reasonUnredactable) != 1 {
+				t.Errorf("want the stream ended, unredactable: done %v, errors %v\n%s", done, errs, got)
+			}
+		})
+	}
+}
+
+// A role, a tool call's id, type and name reach the client in the chunk
+// they came in, as they came: never held back, so a client that reads
+// them from the first delta has them.
+func TestJoinedValuesGoOutWhole(t *testing.T) {
+	first := `{"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`
+	l := newLab(t, rawUpstream("data: "+first+"\n\ndata: "+rawChunk("hi")+"\n\ndata: [DONE]\n\n"))
 	_, got := l.stream(t)
-	acc := accumulated(t, got)
-	for _, path := range []string{"choices[0].delta.role", "choices[0].delta.x_note",
-		"choices[0].delta.tool_calls[0].id", "choices[0].delta.tool_calls[0].function.name"} {
-		if !strings.Contains(acc[path], "[REDACTED:") {
-			t.Errorf("%s joined to %q, want it redacted", path, acc[path])
-		}
+	events, _ := clientView(t, got)
+	if len(events) == 0 || events[0].data != first {
+		t.Fatalf("the first event is %+v, want the chunk as it came:\n%s", events, got)
 	}
-	for path, text := range acc {
-		if strings.Contains(text, "kim@example.com") || strings.Contains(text, "555 0199") {
-			t.Errorf("%s joined to %q: PII reached the client", path, text)
-		}
-	}
-	if l.outcomes(t, OutcomeOK) != 1 {
-		t.Errorf("the stream is ok:\n%s", got)
+	if n := l.outcomes(t, OutcomeOK); n != 1 {
+		t.Errorf("the stream is ok: %d\n%s", n, got)
 	}
 }
 

@@ -527,3 +527,30 @@ func luhn(d []byte) bool {
 	}
 	return sum%10 == 0
 }
+
+// Joined is the redaction of a string a client joins across chunks but
+// shows as a value, such as a tool call's name: each piece goes out whole,
+// redacted on its own, never held back (a held-back name would reach the
+// client empty, and late). What it keeps is the tail of what went out, at
+// most MaxHold bytes, to tell when a piece completes PII that began in an
+// earlier one, which no redaction of the piece alone can take back. The
+// zero value is ready to use.
+type Joined struct {
+	tail []byte
+}
+
+// Spans says whether text, joined after what went before, completes a
+// match that starts before it; if not, text is added to the tail.
+func (j *Joined) Spans(text []byte) bool {
+	joined := append(j.tail, text...)
+	for _, m := range scan(nil, joined, 0) {
+		if m.start < len(j.tail) && m.end > len(j.tail) {
+			return true
+		}
+	}
+	if len(joined) > MaxHold {
+		joined = append(joined[:0], joined[len(joined)-MaxHold:]...)
+	}
+	j.tail = joined
+	return false
+}

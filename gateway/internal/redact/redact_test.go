@@ -195,3 +195,30 @@ func TestDigitValues(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinedSpansTellsAMatchAcrossPieces(t *testing.T) {
+	for _, c := range []struct {
+		pieces []string
+		spans  int // the piece that completes a match, -1 for none
+	}{
+		{[]string{"ask kim@exa", "mple.com now"}, 1},
+		{[]string{"call 415", "555 0199"}, 1},
+		{[]string{"sk-abcdefghij", "klmnopqrstuvwxyz"}, 1},
+		{[]string{"assistant", ""}, -1},
+		{[]string{"get_weather", "_for_city"}, -1},
+		{[]string{"kim@example.com", " then"}, -1}, // whole in one piece: Text redacts it
+		{[]string{strings.Repeat("x ", MaxHold), "kim@exa", "mple.com"}, 2},
+	} {
+		var j Joined
+		got := -1
+		for i, p := range c.pieces {
+			if j.Spans([]byte(p)) {
+				got = i
+				break
+			}
+		}
+		if got != c.spans || len(j.tail) > MaxHold {
+			t.Errorf("%q: spans at piece %d, want %d (tail %d bytes)", c.pieces, got, c.spans, len(j.tail))
+		}
+	}
+}

@@ -131,7 +131,7 @@ type Scanner struct {
 	hit bool
 
 	// meta are the values a chunk says once per stream, or once per
-	// choice: finish_reason, usage, and a tool call's id, type and name.
+	// choice: finish_reason, usage, and a tool call's type.
 	// finished are the choices whose finish_reason is not null, in this
 	// chunk (one in the shape has those of the walk that set it).
 	meta     []Span
@@ -178,6 +178,7 @@ const (
 	roleChoice         // one element of choices
 	roleToolCalls      // a tool_calls array inside a choice
 	roleTool           // one element of tool_calls
+	roleParts          // a content array, whose elements must be objects (parts)
 )
 
 // where is the context of a value: its role and the choice and tool
@@ -445,10 +446,14 @@ func (s *Scanner) member(key []byte, i, depth int, at where) (int, error) {
 		}
 		s.spans = append(s.spans, Span{Start: i, End: end, Key: k, Escaped: escaped})
 		return end, nil
-	case k.Field != Other && (c == '-' || '0' <= c && c <= '9' || c == 't' || c == 'f'):
+	case k.Field != Other && (c == '-' || '0' <= c && c <= '9' || c == 't' || c == 'f'),
+		k.Field != Other && k.Field != Content && k.Field != Text && (c == '[' || c == '{'):
 		// Refused once the walk is done: a document that is no JSON
-		// after all is data of another kind, forwarded as text.
+		// after all is data of another kind, forwarded as text. An array
+		// is as bad as a number: text += ["kim@exa"] joins its elements.
 		s.notString = true
+	case (k.Field == Content || k.Field == Text) && c == '[':
+		inner.role = roleParts
 	}
 	return s.value(i, depth, inner)
 }
@@ -483,7 +488,8 @@ func (s *Scanner) textKey(key []byte, at where) (Key, bool) {
 // keyHash names a member's stream: the hash of its key folded to lower
 // case, as a Go client folds keys (is).
 func keyHash(key []byte) uint64 {
-	return maphash.Bytes(keySeed, bytes.ToLower(key)) | 1 // never 0, the known fields' Name
+	// Upper then lower, as EqualFold folds: "ſ" and "s" are one key.
+	return maphash.Bytes(keySeed, bytes.ToLower(bytes.ToUpper(key))) | 1 // never 0, the known fields' Name
 }
 
 // keySeed is random per process, so no upstream can choose two member
@@ -508,6 +514,10 @@ func (s *Scanner) array(i, depth int, at where) (int, error) {
 		case roleToolCalls:
 			elem = where{role: roleTool, choice: at.choice, tool: len(s.tools)}
 			s.tools = append(s.tools, -1)
+		case roleParts:
+			// A part is an object; a string or a number among them is
+			// text a client would join unredacted across chunks.
+			s.notString = s.notString || s.p[i] != '{'
 		}
 		var err error
 		if i, err = s.value(i, depth, elem); err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/google/pprof/profile"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Entry is one function's share of a sample type.
@@ -66,10 +67,38 @@ func Read(r io.Reader, limit int64) (raw []byte, p *profile.Profile, err error) 
 			return nil, nil, errors.New("pproftop: a profile gzipped twice, which no profiler writes")
 		}
 	}
+	if err := countFields(data); err != nil {
+		return nil, nil, err
+	}
 	if p, err = profile.ParseData(data); err != nil {
 		return nil, nil, fmt.Errorf("pproftop: %w", err)
 	}
 	return raw, p, nil
+}
+
+// MaxFields bounds the fields of a profile's top-level message: its
+// samples, locations, functions, mappings and strings. The parser makes an
+// object of each, so bytes alone do not bound its memory: 64 MiB of
+// two-byte empty samples would be 32 million of them, gigabytes parsed. A
+// Go service's heap profile has some tens of thousands.
+const MaxFields = 1 << 20
+
+// countFields refuses a profile with more than MaxFields top-level fields,
+// before it is parsed. Data that is no protobuf message is left to the
+// parser, which reads the legacy text formats too.
+func countFields(data []byte) error {
+	n := 0
+	for len(data) > 0 {
+		_, _, size := protowire.ConsumeField(data)
+		if size < 0 {
+			return nil
+		}
+		if n++; n > MaxFields {
+			return fmt.Errorf("%w: over %d fields (samples, locations, functions, strings)", ErrTooLarge, MaxFields)
+		}
+		data = data[size:]
+	}
+	return nil
 }
 
 func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }

@@ -3,6 +3,7 @@ package pproftop
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -103,5 +104,32 @@ func TestReadRefusesADecompressionBomb(t *testing.T) {
 		if got := after.TotalAlloc - before.TotalAlloc; got > 8*limit {
 			t.Errorf("%s: %d bytes allocated, want at most %d", name, got, 8*limit)
 		}
+	}
+}
+
+// Bytes alone do not bound what a parsed profile holds: an empty sample is
+// two bytes and an object. A profile of more fields than MaxFields is
+// refused before it is parsed, gzipped or not.
+func TestReadRefusesAProfileOfTooManyFields(t *testing.T) {
+	empties := bytes.Repeat([]byte{0x12, 0x00}, MaxFields+1)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(empties)
+	zw.Close()
+	for name, raw := range map[string][]byte{"raw": empties, "gzipped": gz.Bytes()} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, _, err := Read(bytes.NewReader(raw), 8<<20)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "fields") {
+			t.Errorf("%s: err %v, want too many fields", name, err)
+		}
+		// Parsed, a million samples would be over 100 MB of objects.
+		if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+			t.Errorf("%s: %d bytes allocated, want at most %d", name, got, 32<<20)
+		}
+	}
+	if err := countFields([]byte("not a protobuf message at all")); err != nil {
+		t.Errorf("text is the parser's to judge: %v", err)
 	}
 }

@@ -14,6 +14,16 @@ set -uo pipefail
 MAKE=${MAKE:-make}
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
+# Side by side steps run in the background, where a non-interactive shell
+# ignores SIGINT: each runs in a process group of its own (set -m), and on
+# Ctrl-C or TERM the groups are stopped rather than orphaned.
+set -m
+stop() {
+	local p
+	for p in $(jobs -p); do kill -TERM -- "-$p" 2>/dev/null; done
+	exit 130
+}
+trap stop INT TERM
 began=$(date +%s.%N)
 rows=() # name|group|started (s after the start)|seconds|result
 failed=0

@@ -4,6 +4,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -160,8 +161,10 @@ func TestScenarios(t *testing.T) {
 		for range len(labs) - 1 {
 			<-ended
 		}
-		say(regression.name, "starting beside the last fixed-build row")
-		t.Run(regression.name, func(t *testing.T) { testRegression(t, ctx, root, bin, replay, regression) })
+		say(regression.name, "starting once the fixed-build rows but the last have ended")
+		if !t.Run(regression.name, func(t *testing.T) { testRegression(t, ctx, root, bin, replay, regression) }) && regression.err == nil {
+			regression.err = errors.New("failed before its run began: see its log")
+		}
 		outcomes = append([]*result{regression}, outcomes...)
 	}
 	wg.Wait()

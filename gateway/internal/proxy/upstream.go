@@ -87,7 +87,11 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 		return refuse(w, http.StatusBadGateway, OutcomeUpstreamError, reasonContentType, "upstream_error",
 			fmt.Sprintf("upstream answered %q, not an event stream", ct))
 	}
-	answer.Stop()
+	if !answer.Stop() {
+		// The answer came as the timer fired: ctx is cancelled already.
+		return refuse(w, http.StatusGatewayTimeout, OutcomeUpstreamError, reasonTimeout, "timeout",
+			fmt.Sprintf("upstream did not answer within %s", h.cfg.UpstreamTimeout))
+	}
 
 	buf := readBuffers.Get().(*[readBufferSize]byte)
 	defer readBuffers.Put(buf)

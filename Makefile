@@ -24,12 +24,14 @@ build: ## build every binary (both gateway variants) into bin/
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/pager ./pager/cmd/pager
 
 .PHONY: check
-check: chromium ## the inner loop: lint (govet among its linters) and every unit test (-race, both gateway builds), no e2e
+check: lint unit ## the inner loop: lint (govet among its linters) and every unit test (-race, both gateway builds), no e2e
+
+.PHONY: unit
+unit: chromium ## every unit test with -race, the gateway's in both builds (make check's half that is not lint)
 	$(GO) version
 	@# golangci-lint's govet vets every module (make lint); only the
 	@# fixed build's files, which it does not see, are vetted here.
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
-	$(MAKE) --no-print-directory lint
 	$(GO) test -race -count=1 $(MODULES)
 	$(GO) test -race -count=1 -tags fixed ./gateway/cmd/gateway
 
@@ -38,7 +40,9 @@ check: chromium ## the inner loop: lint (govet among its linters) and every unit
 # the e2e, which calibrate load and time alerts, each have the machine to
 # themselves. It ends with a table of each step's seconds (TIMINGS=file:
 # JSON too).
-TEST_STEPS := tools check+check-strategies+check-kubernetes+check-compose+check-rules+plugin+check-config load e2e e2e-compose
+# make check's two halves, lint and unit, are steps of their own, so the
+# two slots stay evenly loaded (longest first).
+TEST_STEPS := tools unit+check-rules+lint+check-strategies+check-kubernetes+check-compose+plugin+check-config load e2e e2e-compose
 .PHONY: test
 test: ## every test: make check, the load checks, SLO rules (drift, promtool), configs, compose, the e2e; ends with each step's seconds
 	@MAKE="$(MAKE)" bash tools/steps.sh $(TEST_STEPS)

@@ -232,7 +232,7 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	target := fs.String("target", "http://127.0.0.1:8080/v1/chat/stream", "URL of the BASELINE gateway's stream route")
 	tenants := fs.String("tenants", "", "API keys (the first is used)")
 	out := fs.String("o", "shape.json", "write the traffic shape here")
-	sizes := fs.String("sizes", defaultSizes, "stream lengths to time")
+	sizes := fs.String("sizes", defaultSizes, "stream lengths to time, growing; those that could take over a third of the SLO are not sent")
 	reps := fs.Int("reps", 3, "streams of each length (the fastest counts)")
 	fs.DurationVar(&o.ShortWindow, "short-window", o.ShortWindow, "the lab's short page window")
 	fs.IntVar(&o.MinBreaches, "min-breaches", o.MinBreaches, "breaches wanted per short window at a 10x burn")
@@ -267,9 +267,11 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// defaultSizes are the stream lengths calibration times: long enough that
-// the quadratic term dominates, short enough to take seconds in all.
-const defaultSizes = "1000,2000,3000,4000,6000"
+// defaultSizes are the stream lengths calibration may time: long enough
+// that the quadratic term shows, fine enough that at least three stay
+// under the ceiling (calibrate.Measure): this machine stops after 3,000 or
+// 4,000 events, one three times slower after 2,000.
+const defaultSizes = "500,1000,1500,2000,2500,3000,4000,6000"
 
 func parseSizes(list string) ([]int, error) {
 	var ns []int
@@ -330,7 +332,7 @@ func fitShape(ctx context.Context, target, key string, sizes []int, reps int, o 
 		}
 		return r.Duration, nil
 	}
-	pts, err := calibrate.Measure(ctx, probe, sizes, reps)
+	pts, err := calibrate.Measure(ctx, probe, sizes, reps, o.Ceiling())
 	if err != nil {
 		return shape.Shape{}, err
 	}

@@ -71,8 +71,9 @@ func (p PairBurn) Windows() string {
 
 // Budget is the SLO's error budget when the alert fired.
 //
-//	spent % = 100 × the mean error ratio over the last SLO period ÷ the
-//	          budget (shared/slo.SpentExpr: the steps with traffic only)
+//	spent % = 100 × the bad events of the period so far ÷ the bad events
+//	          the budget allows in the whole period (shared/slo.SpentExpr:
+//	          the part of the period before the history counts as no error)
 //	left %  = 100 − spent %
 //	runs out in = (left % / 100) × period / b
 //
@@ -87,6 +88,11 @@ type Budget struct {
 	// "30d"); "" when Prometheus had no slo:time_period:days.
 	Period        string  `json:"period,omitempty"`
 	PeriodSeconds float64 `json:"period_seconds,omitempty"`
+	// History is how much of the period the figures rest on
+	// (shared/slo.HistoryExpr), as Prometheus writes durations; "" when
+	// unknown. Under the period, spent is of a period mostly not yet seen.
+	History        string  `json:"history,omitempty"`
+	HistorySeconds float64 `json:"history_seconds,omitempty"`
 	// Burn is b, over the window BurnWindow; null when unknown.
 	Burn       *float64 `json:"burn"`
 	BurnWindow string   `json:"burn_window,omitempty"`
@@ -141,6 +147,21 @@ func (f *Facts) Chosen() (PairBurn, bool) {
 	return f.Pairs[f.Pair], true
 }
 
+// Words is the budget as the page says it: "7.1% of the 10h budget spent
+// over the last 4m, 92.9% left", naming the history only while it is
+// shorter than the period.
+func (b *Budget) Words() string {
+	of := "the budget"
+	if b.Period != "" {
+		of = "the " + b.Period + " budget"
+	}
+	over := ""
+	if b.History != "" && b.HistorySeconds < b.PeriodSeconds {
+		over = " over the last " + b.History
+	}
+	return fmt.Sprintf("%.1f%% of %s spent%s, %.1f%% left", b.SpentPct, of, over, b.LeftPct)
+}
+
 // Summary is the facts in one line, for the timeline and the log.
 func (f *Facts) Summary() string {
 	var parts []string
@@ -157,11 +178,7 @@ func (f *Facts) Summary() string {
 		}
 	}
 	if b := f.Budget; b != nil {
-		s := fmt.Sprintf("%.1f%% of the budget spent, %.1f%% left", b.SpentPct, b.LeftPct)
-		if b.Period != "" {
-			s = fmt.Sprintf("%.1f%% of the %s budget spent, %.1f%% left", b.SpentPct, b.Period, b.LeftPct)
-		}
-		parts = append(parts, s+", runs out: "+b.RunsOut)
+		parts = append(parts, b.Words()+", runs out: "+b.RunsOut)
 	}
 	if n := len(f.Slowest); n > 0 {
 		parts = append(parts, fmt.Sprintf("slowest request %.3f s (%d listed)", f.Slowest[0].Seconds, n))

@@ -81,51 +81,59 @@ func parseWindow(s string) (time.Duration, error) {
 	return time.Duration(d), nil
 }
 
-// SpentExpr is the PromQL of the share of its error budget the SLO id
-// spent over the last period: the mean of its error ratio over window w,
-// taken at SpentSteps steps at most (at steps of w when the period holds
-// fewer), over the steps that had traffic, divided by the budget. Sloth's
-// slo:period_burn_rate:ratio is the same mean, but one step with no
-// traffic (0/0: NaN) makes it NaN for a whole period, as a lab that
-// starts idle is for its first ten hours; `>= 0` drops those steps. The
-// bound keeps the query small enough for an annotation evaluated every
-// few seconds while the alert fires (promtool's test engine refuses a
-// 30-day subquery at 5-minute steps). A Prometheus younger than a step
-// has no step with traffic; then the ratio over the longest window, which
-// holds all its history, is the period's: `or on(sloth_id)`, since the
-// two windows' recordings differ in their sloth_window label, and a plain
-// `or` would return both. The expression is in
-// parentheses whole, so that an arithmetic operator around it (100 * …)
-// applies to either branch of its `or`, which binds loosest of PromQL's
-// operators.
-func SpentExpr(id string, w, longest, period time.Duration) string {
-	step := max(w, (period / SpentSteps).Round(time.Second))
-	budget := fmt.Sprintf(`on(sloth_id) group_left slo:error_budget:ratio{sloth_id=%q}`, id)
-	return fmt.Sprintf(`((avg_over_time((slo:sli_error:ratio_rate%s{sloth_id=%q} >= 0)[%s:%s]) / %s) or on(sloth_id) (slo:sli_error:ratio_rate%s{sloth_id=%q} / %s))`,
-		model.Duration(w), id, model.Duration(period), model.Duration(step), budget, model.Duration(longest), id, budget)
+// SpentExpr is the PromQL of the share of the whole period's error budget
+// the SLO id has spent so far: the bad events of the period over the bad
+// events the budget allows in all of it. With r the error ratio over
+// window w, sampled every s = P ÷ SpentSteps, that is Σ r·s ÷ (P × budget):
+// each sample stands for the s before it, at the traffic the period has
+// had on average, and the figure lags the burn by up to a step and half a
+// window. A step with no traffic (0/0: NaN, dropped by `>= 0`) and the
+// part of the period before Prometheus's history began count as no error;
+// that part is what makes a fresh lab that burns at 10x for its first 4
+// minutes read as 10 × 4m ÷ 10h ≈ 7 % spent, not as ten budgets. The step
+// does not depend on w, so that a page and a ticket of one SLO, read over
+// windows of their own, say the same figure to within their windows'
+// smoothing. With a history but no sample of traffic yet, it is 0: `or
+// on(sloth_id) 0 * count_over_time(…)`, on(sloth_id) since the two sides'
+// labels differ. The bound on steps keeps the query small enough for an
+// annotation evaluated every few seconds while the alert fires (promtool's
+// test engine refuses a 30-day subquery at 5-minute steps). The expression
+// is in parentheses whole, so that an arithmetic operator around it
+// (100 * …) applies to either branch of its `or`, which binds loosest of
+// PromQL's operators.
+func SpentExpr(id string, w, period time.Duration) string {
+	s := spentStep(period)
+	ratio := fmt.Sprintf(`slo:sli_error:ratio_rate%s{sloth_id=%q}`, model.Duration(w), id)
+	return fmt.Sprintf(`((sum_over_time((%s >= 0)[%s:%s]) * %d / %d / on(sloth_id) group_left slo:error_budget:ratio{sloth_id=%q}) or on(sloth_id) (0 * count_over_time(%s[%s:%s])))`,
+		ratio, model.Duration(period), model.Duration(s), int64(s.Seconds()), int64(period.Seconds()), id, ratio, model.Duration(period), model.Duration(s))
 }
 
-// SpentSteps bounds the steps SpentExpr averages over.
+// HistoryExpr is the PromQL of the seconds of the period SpentExpr rests
+// on: the steps at which the SLO's error ratio was recorded, with traffic
+// or without, times the step. Under a period of history, what the budget
+// figures say is "over the last 4m of a 10h period".
+func HistoryExpr(id string, w, period time.Duration) string {
+	s := spentStep(period)
+	return fmt.Sprintf(`(count_over_time(slo:sli_error:ratio_rate%s{sloth_id=%q}[%s:%s]) * %d)`,
+		model.Duration(w), id, model.Duration(period), model.Duration(s), int64(s.Seconds()))
+}
+
+// spentStep is the step of SpentExpr's and HistoryExpr's subqueries.
+func spentStep(period time.Duration) time.Duration {
+	return max(time.Second, (period / SpentSteps).Round(time.Second))
+}
+
+// SpentSteps bounds the steps SpentExpr sums over.
 const SpentSteps = 2000
 
-// Shortest and Longest are the shortest and the longest window of pairs
-// (0 with none): the finest mean of the error ratio SpentExpr can take,
-// and the window it falls back on.
+// Shortest is the shortest window of pairs (0 with none): the finest
+// error ratio SpentExpr can sum.
 func Shortest(pairs []Pair) time.Duration {
 	var w time.Duration
 	for _, p := range pairs {
 		if w == 0 || p.Short < w {
 			w = p.Short
 		}
-	}
-	return w
-}
-
-// Longest is the longest window of pairs: see Shortest.
-func Longest(pairs []Pair) time.Duration {
-	var w time.Duration
-	for _, p := range pairs {
-		w = max(w, p.Long)
 	}
 	return w
 }

@@ -28,22 +28,30 @@ func TestParsePairsRefusesWhatIsNotThem(t *testing.T) {
 	}
 }
 
-// The budget's mean drops steps with no traffic, and stays within
-// SpentSteps steps however long the period.
+// The budget spent sums the steps with traffic over the whole period's
+// allowance, and stays within SpentSteps steps however long the period;
+// the history counts the steps recorded.
 func TestSpentExpr(t *testing.T) {
 	for _, c := range []struct {
-		w, period time.Duration
-		want      string
+		w, period     time.Duration
+		spent, lasted string
 	}{
-		{30 * time.Second, 10 * time.Hour, `((avg_over_time((slo:sli_error:ratio_rate30s{sloth_id="x"} >= 0)[10h:30s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (slo:sli_error:ratio_rate4m{sloth_id="x"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}))`},
-		{5 * time.Minute, 30 * 24 * time.Hour, `((avg_over_time((slo:sli_error:ratio_rate5m{sloth_id="x"} >= 0)[30d:21m36s]) / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (slo:sli_error:ratio_rate4m{sloth_id="x"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}))`},
+		{30 * time.Second, 10 * time.Hour,
+			`((sum_over_time((slo:sli_error:ratio_rate30s{sloth_id="x"} >= 0)[10h:18s]) * 18 / 36000 / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (0 * count_over_time(slo:sli_error:ratio_rate30s{sloth_id="x"}[10h:18s])))`,
+			`(count_over_time(slo:sli_error:ratio_rate30s{sloth_id="x"}[10h:18s]) * 18)`},
+		{5 * time.Minute, 30 * 24 * time.Hour,
+			`((sum_over_time((slo:sli_error:ratio_rate5m{sloth_id="x"} >= 0)[30d:21m36s]) * 1296 / 2592000 / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (0 * count_over_time(slo:sli_error:ratio_rate5m{sloth_id="x"}[30d:21m36s])))`,
+			`(count_over_time(slo:sli_error:ratio_rate5m{sloth_id="x"}[30d:21m36s]) * 1296)`},
 	} {
-		if got := SpentExpr("x", c.w, 4*time.Minute, c.period); got != c.want {
-			t.Errorf("SpentExpr(%s, %s) =\n%s\nwant\n%s", c.w, c.period, got, c.want)
+		if got := SpentExpr("x", c.w, c.period); got != c.spent {
+			t.Errorf("SpentExpr(%s, %s) =\n%s\nwant\n%s", c.w, c.period, got, c.spent)
+		}
+		if got := HistoryExpr("x", c.w, c.period); got != c.lasted {
+			t.Errorf("HistoryExpr(%s, %s) =\n%s\nwant\n%s", c.w, c.period, got, c.lasted)
 		}
 	}
 	pairs := []Pair{{Short: 2 * time.Minute, Long: 4 * time.Minute}, {Short: 30 * time.Second, Long: time.Minute}}
-	if s, l := Shortest(pairs), Longest(pairs); s != 30*time.Second || l != 4*time.Minute {
-		t.Errorf("Shortest, Longest = %s, %s", s, l)
+	if s := Shortest(pairs); s != 30*time.Second {
+		t.Errorf("Shortest = %s", s)
 	}
 }

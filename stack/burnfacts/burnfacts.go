@@ -23,10 +23,13 @@
 //     which the pager reads (shared/slo.ParsePairs) to chart and query them;
 //   - burn_rate: each window of the pair that fired and its threshold
 //     ("2m 9.8x and 4m 8.1x, over 6x"), or every pair's when none is over;
-//   - budget: spent = the mean error ratio over the last P ÷ B (as Sloth's
-//     slo:period_burn_rate:ratio, but over the steps with traffic:
-//     shared/slo.SpentExpr), left = 1 − spent, and at the burn over the
-//     long window of the pair that fired (b), left × P / b until it is gone.
+//   - budget: spent = the bad events of the period so far ÷ those the
+//     budget allows in all of P (shared/slo.SpentExpr; Sloth's
+//     slo:period_burn_rate:ratio is the mean over the history instead,
+//     which reads ten budgets gone after minutes at 10x), the history it
+//     rests on while shorter than P (shared/slo.HistoryExpr), left =
+//     1 − spent, and at the burn over the long window of the pair that
+//     fired (b), left × P / b until it is gone.
 //
 // The annotations go first in each alert's annotations; every other byte
 // of Sloth's file is kept, so a regeneration compares with the committed
@@ -176,10 +179,12 @@ func (a Alert) burnRate() string {
 func (a Alert) budget(period time.Duration) string {
 	var b strings.Builder
 	b.WriteString(a.burns())
-	spent := slo.SpentExpr(a.ID, slo.Shortest(a.Pairs), slo.Longest(a.Pairs), period)
+	w := slo.Shortest(a.Pairs)
+	spent := slo.SpentExpr(a.ID, w, period)
 	for _, q := range []struct{ v, expr string }{
 		{"$spent", "100 * " + spent},
 		{"$left", "100 - 100 * " + spent},
+		{"$history", slo.HistoryExpr(a.ID, w, period)},
 	} {
 		fmt.Fprintf(&b, "{{ %s := -1000.0 }}{{ with query `%s` }}{{ %s = . | first | value }}{{ end }}", q.v, q.expr, q.v)
 	}
@@ -193,10 +198,11 @@ func (a Alert) budget(period time.Duration) string {
 	// left × P / b, in PromQL: a template has no arithmetic.
 	lasts := fmt.Sprintf("(1 - %s) * %d / %%f", spent, int64(period.Seconds()))
 	fmt.Fprintf(&b, "{{ if lt $spent -999.0 }}no budget figures in Prometheus yet{{ else }}"+
-		`{{ printf "%%.1f" $spent }}%% of the %s budget spent, {{ printf "%%.1f" $left }}%% left`+
+		`{{ printf "%%.1f" $spent }}%% of the %s budget spent`+
+		`{{ if and (ge $history 0.0) (lt $history %d.0) }} over the last {{ humanizeDuration $history }}{{ end }}, {{ printf "%%.1f" $left }}%% left`+
 		"{{ if le $left 0.0 }}: none left{{ else if gt $b 0.0 }}; at the %s burn ({{ printf \"%%.1f\" $b }}x) it lasts "+
 		"{{ with printf `%s` $b | query }}{{ . | first | value | humanizeDuration }}{{ end }}"+
-		"{{ else }}; no burn over the {{ $w }} window{{ end }}{{ end }}", window(period), "{{ $w }}", lasts)
+		"{{ else }}; no burn over the {{ $w }} window{{ end }}{{ end }}", window(period), int64(period.Seconds()), "{{ $w }}", lasts)
 	return b.String()
 }
 

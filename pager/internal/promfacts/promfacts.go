@@ -251,18 +251,26 @@ func (c *Client) budget(ctx context.Context, id string, at time.Time, pairs []sl
 		return nil, errors.New("no SLO period (slo:time_period:days) or window pair in Prometheus at the alert's start")
 	}
 	period := time.Duration(*days * 24 * float64(time.Hour)).Round(time.Second)
-	spent, err := c.instant(ctx, slo.SpentExpr(id, shortest, slo.Longest(pairs), period), at)
+	spent, err := c.instant(ctx, slo.SpentExpr(id, shortest, period), at)
 	if err != nil {
 		return nil, fmt.Errorf("the budget spent: %w", err)
 	}
 	if spent == nil {
-		return nil, fmt.Errorf("no error ratio of the SLO over its %s window with traffic in the last %s, nor over its %s window", model.Duration(shortest), model.Duration(period), model.Duration(slo.Longest(pairs)))
+		return nil, fmt.Errorf("no error ratio of the SLO over its %s window in the last %s", model.Duration(shortest), model.Duration(period))
+	}
+	history, err := c.instant(ctx, slo.HistoryExpr(id, shortest, period), at)
+	if err != nil {
+		return nil, fmt.Errorf("the budget's history: %w", err)
 	}
 	out := &incident.Budget{SpentPct: 100 * *spent, LeftPct: 100 - 100**spent, Burn: b}
 	if w > 0 {
 		out.BurnWindow = model.Duration(w).String()
 	}
 	out.Period, out.PeriodSeconds = model.Duration(period).String(), period.Seconds()
+	if history != nil {
+		h := time.Duration(*history * float64(time.Second)).Round(time.Second)
+		out.History, out.HistorySeconds = model.Duration(h).String(), h.Seconds()
+	}
 	left := 1 - *spent
 	switch {
 	case left <= 0:

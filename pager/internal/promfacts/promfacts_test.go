@@ -23,7 +23,8 @@ func alert() Alert {
 // over its factor the slowest pair is the one read over.
 func TestNoDataIsNullAndTheSlowestPairIsChosen(t *testing.T) {
 	prom := promfactstest.New(t)
-	prom.Set("avg_over_time(", "0.25") // the budget spent: before the burns, which its query holds
+	prom.Set("sum_over_time(", "0.25")    // the budget spent: before the burns, which its query holds
+	prom.Set("(count_over_time(", "240") // its history: 4 minutes of the 10 h
 	prom.Set("ratio_rate30s{", "NaN")
 	prom.Set("ratio_rate1m{", "30")
 	prom.Set("ratio_rate2m{", "") // no series
@@ -46,6 +47,9 @@ func TestNoDataIsNullAndTheSlowestPairIsChosen(t *testing.T) {
 	if bu := f.Budget; bu == nil || bu.BurnWindow != "4m" || bu.RunsOutSeconds == nil || math.Abs(*bu.RunsOutSeconds-13500) > 1e-6 || bu.RunsOut != "3h45m0s" {
 		t.Errorf("budget %+v, want it to run out in 3h45m0s at the 4m burn", f.Budget)
 	}
+	if w := f.Budget.Words(); w != "25.0% of the 10h budget spent over the last 4m, 75.0% left" {
+		t.Errorf("the budget in words: %q", w)
+	}
 	if len(f.Errors) != 0 {
 		t.Errorf("errors %q", f.Errors)
 	}
@@ -61,7 +65,7 @@ func TestTheBudgetSaysWhenItDoesNotRunOut(t *testing.T) {
 		{"0.5", "", "unknown: no burn over the 4m window"},
 	} {
 		prom := promfactstest.New(t)
-		prom.Set("avg_over_time(", c.spent)
+		prom.Set("sum_over_time(", c.spent)
 		prom.Set("ratio_rate", c.burn)
 		prom.Set("time_period", "30")
 		client, _ := New(prom.URL, nil)

@@ -132,7 +132,7 @@ func near(got *float64, want float64) bool {
 // and the one during it.
 func TestANewPageGetsItsFacts(t *testing.T) {
 	prom := promfactstest.New(t)
-	prom.Set("avg_over_time(", "0.012")           // the budget spent, set first: its query holds a window's name too
+	prom.Set("sum_over_time(", "0.012")           // the budget spent, set first: its query holds a window's name too
 	prom.Set("ratio_rate30s{", "20")              // over 14.4, but
 	prom.Set("ratio_rate1m{", "12")               // under: the fast pair did not fire
 	prom.Set("ratio_rate2m{", "9.8")              // the slow pair fired
@@ -186,8 +186,8 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 			t.Errorf("%s read at %s, want the alert's start %s", q.Query, q.Time, start)
 		case q.Path == "/api/v1/query_exemplars" && (q.Query != exemplarSeries || !q.Start.Equal(burnFrom) || !q.End.Equal(start)):
 			t.Errorf("exemplars asked %+v, want %s from the burn's start, %s", q, exemplarSeries, burnFrom)
-		case strings.HasPrefix(q.Query, "((avg_over_time(") && q.Query != slo.SpentExpr("llm-gateway-stream-latency", 30*time.Second, 4*time.Minute, 10*time.Hour):
-			t.Errorf("budget query %s, want the 30s error ratio's mean over the 10h period", q.Query)
+		case strings.HasPrefix(q.Query, "((sum_over_time(") && q.Query != slo.SpentExpr("llm-gateway-stream-latency", 30*time.Second, 10*time.Hour):
+			t.Errorf("budget query %s, want the 30s error ratio summed over the 10h period", q.Query)
 		case strings.HasPrefix(q.Query, "slo:sli_error") && !strings.Contains(q.Query, `{sloth_id="llm-gateway-stream-latency"} / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="llm-gateway-stream-latency"}`):
 			t.Errorf("burn query %s", q.Query)
 		}
@@ -315,7 +315,7 @@ func TestPrometheusDownOrHangingNeverDelaysThePage(t *testing.T) {
 // annotation gets no exemplar query, and no error.
 func TestPayloadTextIsCheckedBeforeItIsQueried(t *testing.T) {
 	prom := promfactstest.New(t)
-	prom.Set("avg_over_time(", "0.5")
+	prom.Set("sum_over_time(", "0.5")
 	prom.Set("time_period", "0.4166666666666667")
 	start := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 	cases := []struct {
@@ -327,8 +327,8 @@ func TestPayloadTextIsCheckedBeforeItIsQueried(t *testing.T) {
 		{"hostile sloth_id", with(burnAlert(start, nil), "labels", map[string]string{"severity": "page", "sloth_id": `x"} or vector(1) #`}),
 			`sloth_id label "x\"} or vector(1) #" is not a plain SLO ID`, 0},
 		{"hostile selector", burnAlert(start, map[string]string{"exemplars": `up{a="b"} or sum(rate(x[5m]))`}),
-			"exemplars annotation", 7},
-		{"no exemplars annotation", burnAlert(start, map[string]string{"exemplars": ""}), "", 7},
+			"exemplars annotation", 8},
+		{"no exemplars annotation", burnAlert(start, map[string]string{"exemplars": ""}), "", 8},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -51,7 +51,7 @@ func newFakeAlertmanager(t *testing.T, fail int) *fakeAlertmanager {
 // allocation grew a hundredfold.
 func burningPage(t *testing.T, start time.Time) (*promfactstest.Server, deltas) {
 	prom := promfactstest.New(t)
-	prom.Set("avg_over_time(", "0.012")
+	prom.Set("sum_over_time(", "0.012")
 	prom.Set("ratio_rate30s{", "20")
 	prom.Set("ratio_rate1m{", "16")
 	prom.Set("time_period", "0.4166666666666667")

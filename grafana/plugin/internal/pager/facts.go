@@ -93,12 +93,14 @@ func burnFrame(f *incident.Facts) *data.Frame {
 }
 
 // budgetFrame is one row, the budget when the alert fired; none when it
-// could not be read.
+// could not be read. History is how much of the period the figures rest
+// on ("4m" of a "10h" period).
 func budgetFrame(f *incident.Facts) *data.Frame {
 	fr := data.NewFrame(BudgetFrame,
 		unit(data.NewField("spent %", nil, []float64{}), "percent"),
 		unit(data.NewField("left %", nil, []float64{}), "percent"),
 		data.NewField("period", nil, []string{}),
+		data.NewField("history", nil, []string{}),
 		data.NewField("burn window", nil, []string{}),
 		unit(data.NewField("burn", nil, []*float64{}), "suffix:x"),
 		data.NewField("runs out", nil, []string{}),
@@ -108,7 +110,7 @@ func budgetFrame(f *incident.Facts) *data.Frame {
 		return fr
 	}
 	b := f.Budget
-	fr.AppendRow(b.SpentPct, b.LeftPct, b.Period, b.BurnWindow, b.Burn, b.RunsOut, b.RunsOutSeconds)
+	fr.AppendRow(b.SpentPct, b.LeftPct, b.Period, b.History, b.BurnWindow, b.Burn, b.RunsOut, b.RunsOutSeconds)
 	return fr
 }
 

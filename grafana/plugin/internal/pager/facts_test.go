@@ -33,7 +33,7 @@ func factsIncidents() (list []incident.Incident, older incident.Incident) {
 				{Short: "5m", Long: "30m", ShortBurn: nil, LongBurn: ptr(3.2), Factor: 6},
 			},
 			Pair: 0,
-			Budget: &incident.Budget{SpentPct: 12.5, LeftPct: 87.5, Period: "10h", PeriodSeconds: 36000,
+			Budget: &incident.Budget{SpentPct: 12.5, LeftPct: 87.5, Period: "10h", PeriodSeconds: 36000, History: "4m", HistorySeconds: 240,
 				Burn: ptr(16.1), BurnWindow: "4m", RunsOutSeconds: ptr(19565.2), RunsOut: "5h26m5s"},
 			BurnFrom:      fired.Add(-4 * time.Minute),
 			ExemplarQuery: `gateway_stream_duration_seconds_bucket`,
@@ -157,7 +157,7 @@ func TestFactsFrames(t *testing.T) {
 	if rows(budget) != 1 {
 		t.Fatalf("budget: %d rows", rows(budget))
 	}
-	for name, want := range map[string]any{"spent %": 12.5, "left %": 87.5, "period": "10h", "burn window": "4m",
+	for name, want := range map[string]any{"spent %": 12.5, "left %": 87.5, "period": "10h", "history": "4m", "burn window": "4m",
 		"burn": 16.1, "runs out": "5h26m5s", "runs out seconds": 19565.2} {
 		if got := cell(t, budget, name, 0); got != want {
 			t.Errorf("budget %q = %v, want %v", name, got, want)

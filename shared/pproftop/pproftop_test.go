@@ -8,6 +8,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"testing"
+
+	"github.com/google/pprof/profile"
 )
 
 var sink [][]byte
@@ -26,18 +28,37 @@ func allocateALot() {
 // allocated, with shares that add up.
 //
 // The runtime samples one allocation per 512 KiB on average, so 8 MiB
-// gives about 16 samples and the estimate is often off by half. Recording
-// every allocation makes the figure exact and the test deterministic.
+// gives about 16 samples and the estimate is often off by half: every one
+// of allocateALot's allocations is recorded (MemProfileRate 1 while it
+// runs), which the profile, written at the default rate, scales up as if
+// sampled, so its figure is certain to be at least what it allocated. The
+// allocs profile is cumulative over the process's life, so what earlier
+// tests and earlier runs (-count=20) allocated is in it too, and reading
+// a profile of every allocation recorded is itself the largest allocation
+// by the second run (19 failures in 20): the test reads the difference
+// from a profile taken just before (profile.Merge with it scaled by -1,
+// as the pager's delta heap profiles are).
 func TestTopOfARealHeapProfile(t *testing.T) {
-	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	heap := func() *profile.Profile {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := pprof.Lookup("allocs").WriteTo(&buf, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, p, err := Read(&buf, MaxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := heap()
+	rate := runtime.MemProfileRate
 	runtime.MemProfileRate = 1
 	allocateALot()
+	runtime.MemProfileRate = rate
 	runtime.GC()
-	var buf bytes.Buffer
-	if err := pprof.Lookup("allocs").WriteTo(&buf, 0); err != nil {
-		t.Fatal(err)
-	}
-	_, p, err := Read(&buf, MaxBytes)
+	before.Scale(-1)
+	p, err := profile.Merge([]*profile.Profile{before, heap()})
 	if err != nil {
 		t.Fatal(err)
 	}

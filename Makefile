@@ -6,6 +6,10 @@ SHELL := bash
 GO      ?= go
 MODULES := ./shared/... ./gateway/... ./loadgen/... ./pager/... ./grafana/... ./grafana/plugin/... ./stack/...
 BIN     := bin
+# COUNT runs each unit test that many times: `make unit check-compose
+# check-kubernetes check-strategies COUNT=20` is the hunt for tests that
+# fail by chance (docs/tests.md).
+COUNT   ?= 1
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
@@ -32,8 +36,8 @@ unit: chromium ## every unit test with -race, the gateway's in both builds (make
 	@# golangci-lint's govet vets every module (make lint); only the
 	@# fixed build's files, which it does not see, are vetted here.
 	$(GO) vet -tags fixed ./gateway/cmd/gateway
-	$(GO) test -race -count=1 $(MODULES)
-	$(GO) test -race -count=1 -tags fixed ./gateway/cmd/gateway
+	$(GO) test -race -count=$(COUNT) $(MODULES)
+	$(GO) test -race -count=$(COUNT) -tags fixed ./gateway/cmd/gateway
 
 # make test's steps, in order (tools/steps.sh): a+b runs a and b side by
 # side, two at a time, for work that times nothing; the load checks and
@@ -166,7 +170,7 @@ strategies: $(SLOTH_BIN) ## backtest the SRE workbook's six alerting strategies 
 
 .PHONY: check-strategies
 check-strategies: $(SLOTH_BIN) ## the strategies' tests (engine against arithmetic, each rule matters) and a short run: the regression on the lab's windows
-	cd stack/strategies && SLOTH=$(abspath $(SLOTH_BIN)) GOWORK=off $(GO) test -count=1 ./...
+	cd stack/strategies && SLOTH=$(abspath $(SLOTH_BIN)) GOWORK=off $(GO) test -count=$(COUNT) ./...
 	$(STRATEGIES) -windows prometheus/slo/windows/lab -incidents regression >/dev/null
 
 .PHONY: dashboards
@@ -194,14 +198,14 @@ check-config: ## promtool check config (with each rule set) and amtool check-con
 # build with.
 .PHONY: check-compose
 check-compose: ## load docker-compose.yml with compose-go, lint the Dockerfile with buildkit, hold both to the lab
-	cd stack/compose && GOWORK=off $(GO) test -count=1 ./...
+	cd stack/compose && GOWORK=off $(GO) test -count=$(COUNT) ./...
 
 # The Kubernetes checks' module stays out of go.work too: kustomize,
 # k8s.io/api and the Prometheus Operator's types would move the services'
 # versions. promtool (make tools) checks the PrometheusRules' groups.
 .PHONY: check-kubernetes
 check-kubernetes: tools ## build every deploy/kubernetes overlay with kustomize's Go API, decode strictly, hold it to compose, the lab and the rules
-	cd stack/kubernetes && GOWORK=off $(GO) test -count=1 ./...
+	cd stack/kubernetes && GOWORK=off $(GO) test -count=$(COUNT) ./...
 
 .PHONY: k8s
 k8s: ## regenerate deploy/kubernetes's PrometheusRules and dashboard copy from prometheus/rules/ and grafana/dashboards/

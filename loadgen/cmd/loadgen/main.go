@@ -268,10 +268,12 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 // defaultSizes are the stream lengths calibration may time: long enough
-// that the quadratic term shows, fine enough that at least three stay
-// under the ceiling (calibrate.Measure): this machine stops after 3,000 or
-// 4,000 events, one three times slower after 2,000.
-const defaultSizes = "500,1000,1500,2000,2500,3000,4000,6000"
+// that the quadratic term shows, and close together (each under 1.25x the
+// last) so that the ceiling (calibrate.Measure) is not overshot by a long
+// jump, and enough of them stay under it to fit through the noise of a
+// machine eight times slower than this one at rest, as this one is with
+// both cores busy (250–1,250 events then; 3,000–4,000 at rest).
+const defaultSizes = "250,300,400,500,600,750,900,1000,1250,1500,1750,2000,2500,3000,3500,4000,5000,6000"
 
 func parseSizes(list string) ([]int, error) {
 	var ns []int

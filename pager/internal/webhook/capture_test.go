@@ -1,13 +1,11 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -43,11 +41,7 @@ func newFakeGateway(t *testing.T) *fakeGateway {
 }
 
 func holdFakeGateway(t *testing.T, together int) *fakeGateway {
-	var prof bytes.Buffer
-	pproftoptest.AllocateLikeTheBaseline()
-	if err := pprof.Lookup("allocs").WriteTo(&prof, 0); err != nil {
-		t.Fatal(err)
-	}
+	prof := pproftoptest.HeapProfile(t)
 	g := &fakeGateway{together: together, reached: make(chan struct{}), release: make(chan struct{})}
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
@@ -60,7 +54,7 @@ func holdFakeGateway(t *testing.T, together int) *fakeGateway {
 		}
 		g.mu.Unlock()
 		<-g.release
-		w.Write(prof.Bytes())
+		w.Write(prof)
 		g.mu.Lock()
 		g.in--
 		g.mu.Unlock()

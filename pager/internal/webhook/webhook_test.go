@@ -11,7 +11,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"net/http/pprof"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -253,7 +252,6 @@ func TestRetriesAreDeduplicatedAndTheTimelineKept(t *testing.T) {
 // The incident's profile comes from a real Go pprof endpoint on loopback:
 // the function that allocated most in that process must top the list.
 func TestPageCapturesTheHeapProfile(t *testing.T) {
-	pproftoptest.AllocateLikeTheBaseline()
 	p := newPager(t, gatewayPprof(t), "")
 	start := time.Now().UTC().Truncate(time.Second).Add(250 * time.Millisecond)
 	if status, _ := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
@@ -354,11 +352,12 @@ func TestADecompressionBombIsRefusedOnTheIncident(t *testing.T) {
 	}
 }
 
-// gatewayPprof is a gateway's pprof endpoint on loopback.
+// gatewayPprof is a gateway's pprof endpoint on loopback, serving a real
+// allocs profile of the test process in which pproftoptest.Allocator made
+// the garbage (pproftoptest.HeapProfile).
 func gatewayPprof(t *testing.T) string {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	gw := httptest.NewServer(mux)
+	prof := pproftoptest.HeapProfile(t)
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(prof) }))
 	t.Cleanup(gw.Close)
 	return gw.URL + "/debug/pprof/allocs"
 }
@@ -518,7 +517,6 @@ func TestSeverityLabelsAreBounded(t *testing.T) {
 // being fetched, journaled so it is there after a restart, and on the
 // timeline; a ticket's resolve and a retried resolve take none.
 func TestAResolvedPageGetsAProfileTakenAfter(t *testing.T) {
-	pproftoptest.AllocateLikeTheBaseline()
 	dir := t.TempDir()
 	p := newPagerIn(t, dir, gatewayPprof(t), "")
 	p.h.cfg.ExternalURL = "http://pager.example:5001"

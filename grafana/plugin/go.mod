@@ -52,7 +52,6 @@ require (
 	github.com/pandatix/go-abnf v0.5.5 // indirect
 	github.com/patrickmn/go-cache v2.1.0+incompatible // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.73.1 // indirect
 	github.com/prometheus/procfs v0.23.0 // indirect
@@ -80,6 +79,9 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-require burnlab/shared v0.0.0
+require (
+	burnlab/shared v0.0.0
+	github.com/prometheus/client_golang v1.25.0
+)
 
 replace burnlab/shared => ../../shared

@@ -16,6 +16,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental/datasourcetest"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fakePager serves the pager's API: one resolved ticket without a profile
@@ -163,8 +164,12 @@ func TestErrorsAndHealth(t *testing.T) {
 
 // A round trip through the SDK's standalone plugin server: gRPC, as
 // Grafana talks to the plugin. (The SDK serves once per process: every
-// round trip is here.)
+// round trip is here.) Each serve registers the SDK's request counter with
+// the default registry, which panics the second time a process serves (go
+// test -count=2): each run gets a registry of its own.
 func TestRoundTripThroughThePluginServer(t *testing.T) {
+	defer func(r prometheus.Registerer) { prometheus.DefaultRegisterer = r }(prometheus.DefaultRegisterer)
+	prometheus.DefaultRegisterer = prometheus.NewRegistry()
 	pager := fakePager(t, pproftoptest.HeapProfile(t))
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()

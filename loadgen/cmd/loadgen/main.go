@@ -232,7 +232,7 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	target := fs.String("target", "http://127.0.0.1:8080/v1/chat/stream", "URL of the BASELINE gateway's stream route")
 	tenants := fs.String("tenants", "", "API keys (the first is used)")
 	out := fs.String("o", "shape.json", "write the traffic shape here")
-	sizes := fs.String("sizes", defaultSizes, "stream lengths to time, growing; those that could take over a third of the SLO are not sent")
+	sizes := fs.String("sizes", defaultSizes, "stream lengths to time")
 	reps := fs.Int("reps", 3, "streams of each length (the fastest counts)")
 	fs.DurationVar(&o.ShortWindow, "short-window", o.ShortWindow, "the lab's short page window")
 	fs.IntVar(&o.MinBreaches, "min-breaches", o.MinBreaches, "breaches wanted per short window at a 10x burn")
@@ -267,13 +267,9 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// defaultSizes are the stream lengths calibration may time: long enough
-// that the quadratic term shows, and close together (each under 1.25x the
-// last) so that the ceiling (calibrate.Measure) is not overshot by a long
-// jump, and enough of them stay under it to fit through the noise of a
-// machine eight times slower than this one at rest, as this one is with
-// both cores busy (250–1,250 events then; 3,000–4,000 at rest).
-const defaultSizes = "250,300,400,500,600,750,900,1000,1250,1500,1750,2000,2500,3000,3500,4000,5000,6000"
+// defaultSizes are the stream lengths calibration times: long enough that
+// the quadratic term dominates, short enough to take seconds in all.
+const defaultSizes = "1000,2000,3000,4000,6000"
 
 func parseSizes(list string) ([]int, error) {
 	var ns []int
@@ -334,7 +330,7 @@ func fitShape(ctx context.Context, target, key string, sizes []int, reps int, o 
 		}
 		return r.Duration, nil
 	}
-	pts, err := calibrate.Measure(ctx, probe, sizes, reps, o.Ceiling())
+	pts, err := calibrate.Measure(ctx, probe, sizes, reps)
 	if err != nil {
 		return shape.Shape{}, err
 	}

@@ -48,31 +48,12 @@ type Probe func(ctx context.Context, events int) (time.Duration, error)
 // warm-up stream) and keeps each size's fastest: on a shared machine the
 // other runs measure the neighbours too, and the fastest is the closest to
 // the gateway's own cost.
-//
-// The sizes must grow, and Measure stops before a size that could take
-// longer than ceiling: the slowest stream of the last size, scaled by the
-// square of the two lengths' ratio, which no curve with non-negative terms
-// outgrows. The calibration's streams count in the gateway's SLI as every
-// stream does, and a breach among them is a burn of its own: one 1.3 s
-// stream among the seven of a 30-second window read as 143x and paged
-// before the steady traffic's 10x could. Below the ceiling they are good
-// events, and the long generation is extrapolated from the fit.
-func Measure(ctx context.Context, probe Probe, sizes []int, reps int, ceiling time.Duration) ([]Point, error) {
-	if len(sizes) == 0 || !slices.IsSorted(sizes) || len(slices.Compact(slices.Clone(sizes))) < len(sizes) {
-		return nil, fmt.Errorf("calibrate: the sizes must grow, got %v", sizes)
-	}
+func Measure(ctx context.Context, probe Probe, sizes []int, reps int) ([]Point, error) {
 	if _, err := probe(ctx, sizes[0]); err != nil {
 		return nil, fmt.Errorf("warm-up stream: %w", err)
 	}
 	var pts []Point
-	var slowest time.Duration
 	for _, n := range sizes {
-		if len(pts) > 0 {
-			r := float64(n) / float64(pts[len(pts)-1].Events)
-			if next := time.Duration(float64(slowest) * r * r); next > ceiling {
-				break
-			}
-		}
 		var ts []time.Duration
 		for range reps {
 			d, err := probe(ctx, n)
@@ -82,17 +63,9 @@ func Measure(ctx context.Context, probe Probe, sizes []int, reps int, ceiling ti
 			ts = append(ts, d)
 		}
 		pts = append(pts, Point{Events: n, Time: slices.Min(ts)})
-		slowest = slices.Max(ts)
-	}
-	if len(pts) < minSizes {
-		return pts, fmt.Errorf("calibrate: only %d of the sizes %v stay under %s (the %d-event streams took up to %s): a curve needs %d; give smaller -sizes",
-			len(pts), sizes, ceiling, pts[len(pts)-1].Events, slowest.Round(time.Millisecond), minSizes)
 	}
 	return pts, nil
 }
-
-// minSizes is the fewest stream lengths a curve of three terms is fitted to.
-const minSizes = 3
 
 // MaxResidual is the largest relative RMS residual a fit may leave: past
 // it the points are no quadratic cost curve (a busy machine, a gateway that
@@ -108,8 +81,8 @@ const MaxResidual = 0.35
 // closest to the points (for three terms that is the constrained optimum),
 // and refuses it when it still misses them by more than MaxResidual.
 func Fit(pts []Point) (Curve, error) {
-	if len(pts) < minSizes {
-		return Curve{}, fmt.Errorf("calibrate: need at least %d sizes to fit a curve", minSizes)
+	if len(pts) < 3 {
+		return Curve{}, errors.New("calibrate: need at least 3 sizes to fit a curve")
 	}
 	best, bestRes, found := Curve{}, math.Inf(1), false
 	for terms := 1; terms < 8; terms++ { // bit 0: n², bit 1: n, bit 2: 1
@@ -224,11 +197,6 @@ type Options struct {
 	LongEvery int
 	Seed      uint64
 }
-
-// Ceiling is the longest a calibration stream may take (see Measure): a
-// third of the SLO, a margin no scheduling hiccup on a quiet machine
-// closes.
-func (o Options) Ceiling() time.Duration { return o.SLO / 3 }
 
 // DefaultOptions fit the lab: the stream-latency SLO, a 2-minute short page
 // window.

@@ -41,6 +41,7 @@ type Story struct {
 			SpentPct float64 `json:"spent_pct"`
 			LeftPct  float64 `json:"left_pct"`
 			Period   string  `json:"period"`
+			History  string  `json:"history"`
 		} `json:"budget"`
 		Slowest []struct {
 			RequestID string  `json:"request_id"`
@@ -130,7 +131,7 @@ func (s Story) Check(guilty, gatewayLog string) ([]string, error) {
 	} else if math.Abs(spent-b.SpentPct) > 0.1+0.01*b.SpentPct {
 		return nil, fmt.Errorf("the budget annotation says %g %% spent, the pager %.2f %%: one expression at one instant, two answers", spent, b.SpentPct)
 	}
-	said = append(said, fmt.Sprintf("budget at detection: %.2f %% of the %s budget spent, %.2f %% left; annotation: %s", b.SpentPct, b.Period, b.LeftPct, s.Annotations["budget"]))
+	said = append(said, fmt.Sprintf("budget at detection: %.2f %% of the %s budget spent over the last %s, %.2f %% left; annotation: %s", b.SpentPct, b.Period, b.History, b.LeftPct, s.Annotations["budget"]))
 	if len(f.Slowest) == 0 {
 		return nil, fmt.Errorf("no slowest requests listed (errors: %v)", f.Errors)
 	}
@@ -382,7 +383,7 @@ func (l Probe) CheckPage(s Story) error {
 
 // budgetWords reads the budget annotation's figures (stack/burnfacts),
 // each printed to one decimal.
-var budgetWords = regexp.MustCompile(`^(-?[0-9]+\.[0-9])% of the \S+ budget spent, (-?[0-9]+\.[0-9])% left`)
+var budgetWords = regexp.MustCompile(`^(-?[0-9]+\.[0-9])% of the \S+ budget spent(?: over the last [^,]+)?, (-?[0-9]+\.[0-9])% left`)
 
 // parseFloat reads a figure budgetWords matched: NaN if it is none.
 func parseFloat(s string) float64 {

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-const storyJSON = `{"id":"x","annotations":{"burn_rate":"2m 9.8x and 4m 8.1x, over 6x","budget":"1.2% of the 10h budget spent, 98.8% left; at the 4m burn (8.1x) it lasts 9h"},
+const storyJSON = `{"id":"x","annotations":{"burn_rate":"2m 9.8x and 4m 8.1x, over 6x","budget":"1.2% of the 10h budget spent over the last 4m 0s, 98.8% left; at the 4m burn (8.1x) it lasts 9h"},
 "facts":{"pair":1,"pairs":[{"short":"30s","long":"1m","short_burn":3.1,"long_burn":2.9,"factor":14.4,"fired":false},
 {"short":"2m","long":"4m","short_burn":9.8,"long_burn":8.1,"factor":6,"fired":true}],
-"budget":{"spent_pct":1.2,"left_pct":98.8,"period":"10h"},
+"budget":{"spent_pct":1.2,"left_pct":98.8,"period":"10h","history":"4m"},
 "slowest":[{"request_id":"r1","tenant":"acme","seconds":1.5},{"request_id":"r2","tenant":"globex","seconds":1.2}],
 "heap":{"changed":true,"function":"burnlab/gateway/internal/transcript.(*Baseline).Append","words":"transcript.(*Baseline).Append grew"}}}`
 
@@ -48,13 +48,13 @@ func TestStoryCheckFailsEachBrokenFact(t *testing.T) {
 			return strings.Replace(s, `98.8% left`, `1.2% left`, 1)
 		}, "transcript.(*Baseline).Append", storyLog},
 		"budget annotation and API apart": {func(s string) string {
-			return strings.Replace(s, `1.2% of the 10h budget spent, 98.8% left`, `5.0% of the 10h budget spent, 95.0% left`, 1)
+			return strings.Replace(s, `1.2% of the 10h budget spent over the last 4m 0s, 98.8% left`, `5.0% of the 10h budget spent, 95.0% left`, 1)
 		}, "transcript.(*Baseline).Append", storyLog},
 		"budget annotation without figures": {func(s string) string {
-			return strings.Replace(s, `1.2% of the 10h budget spent, 98.8% left`, `no budget figures in Prometheus yet`, 1)
+			return strings.Replace(s, `1.2% of the 10h budget spent over the last 4m 0s, 98.8% left`, `no budget figures in Prometheus yet`, 1)
 		}, "transcript.(*Baseline).Append", storyLog},
 		"no budget": {func(s string) string {
-			return strings.Replace(s, `"budget":{"spent_pct":1.2,"left_pct":98.8,"period":"10h"},`, ``, 1)
+			return strings.Replace(s, `"budget":{"spent_pct":1.2,"left_pct":98.8,"period":"10h","history":"4m"},`, ``, 1)
 		}, "transcript.(*Baseline).Append", storyLog},
 		"a request with no log line":    {same, "transcript.(*Baseline).Append", strings.Replace(storyLog, `"r2"`, `"r3"`, 1)},
 		"a request of another tenant":   {same, "transcript.(*Baseline).Append", strings.Replace(storyLog, `"tenant":"globex"`, `"tenant":"acme"`, 1)},

@@ -23,7 +23,7 @@ func alert() Alert {
 // over its factor the slowest pair is the one read over.
 func TestNoDataIsNullAndTheSlowestPairIsChosen(t *testing.T) {
 	prom := promfactstest.New(t)
-	prom.Set("sum_over_time(", "0.25")    // the budget spent: before the burns, which its query holds
+	prom.Set("sum_over_time(", "0.25")   // the budget spent: before the burns, which its query holds
 	prom.Set("(count_over_time(", "240") // its history: 4 minutes of the 10 h
 	prom.Set("ratio_rate30s{", "NaN")
 	prom.Set("ratio_rate1m{", "30")

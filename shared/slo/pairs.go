@@ -95,7 +95,10 @@ func parseWindow(s string) (time.Duration, error) {
 // windows of their own, say the same figure to within their windows'
 // smoothing. With a history but no sample of traffic yet, it is 0: `or
 // on(sloth_id) 0 * count_over_time(…)`, on(sloth_id) since the two sides'
-// labels differ. The bound on steps keeps the query small enough for an
+// labels differ. A series younger than a step has no step yet (the steps
+// are at multiples of s, the first may come before the first sample),
+// and an alert can fire in that gap; its ratio now then stands for the
+// one step, as every other sample does, or 0 without traffic. The bound on steps keeps the query small enough for an
 // annotation evaluated every few seconds while the alert fires (promtool's
 // test engine refuses a 30-day subquery at 5-minute steps). The expression
 // is in parentheses whole, so that an arithmetic operator around it
@@ -104,18 +107,22 @@ func parseWindow(s string) (time.Duration, error) {
 func SpentExpr(id string, w, period time.Duration) string {
 	s := spentStep(period)
 	ratio := fmt.Sprintf(`slo:sli_error:ratio_rate%s{sloth_id=%q}`, model.Duration(w), id)
-	return fmt.Sprintf(`((sum_over_time((%s >= 0)[%s:%s]) * %d / %d / on(sloth_id) group_left slo:error_budget:ratio{sloth_id=%q}) or on(sloth_id) (0 * count_over_time(%s[%s:%s])))`,
-		ratio, model.Duration(period), model.Duration(s), int64(s.Seconds()), int64(period.Seconds()), id, ratio, model.Duration(period), model.Duration(s))
+	perStep := fmt.Sprintf(`* %d / %d / on(sloth_id) group_left slo:error_budget:ratio{sloth_id=%q}`, int64(s.Seconds()), int64(period.Seconds()), id)
+	steps := fmt.Sprintf(`[%s:%s]`, model.Duration(period), model.Duration(s))
+	return fmt.Sprintf(`((sum_over_time((%s >= 0)%s) %s) or on(sloth_id) (0 * count_over_time(%s%s)) or on(sloth_id) ((%s >= 0) %s) or on(sloth_id) (0 * %s))`,
+		ratio, steps, perStep, ratio, steps, ratio, perStep, ratio)
 }
 
 // HistoryExpr is the PromQL of the seconds of the period SpentExpr rests
 // on: the steps at which the SLO's error ratio was recorded, with traffic
 // or without, times the step. Under a period of history, what the budget
-// figures say is "over the last 4m of a 10h period".
+// figures say is "over the last 4m of a 10h period". A series younger than
+// a step has one, as SpentExpr counts it.
 func HistoryExpr(id string, w, period time.Duration) string {
 	s := spentStep(period)
-	return fmt.Sprintf(`(count_over_time(slo:sli_error:ratio_rate%s{sloth_id=%q}[%s:%s]) * %d)`,
-		model.Duration(w), id, model.Duration(period), model.Duration(s), int64(s.Seconds()))
+	ratio := fmt.Sprintf(`slo:sli_error:ratio_rate%s{sloth_id=%q}`, model.Duration(w), id)
+	return fmt.Sprintf(`((count_over_time(%s[%s:%s]) * %d) or on(sloth_id) (0 * %s + %d))`,
+		ratio, model.Duration(period), model.Duration(s), int64(s.Seconds()), ratio, int64(s.Seconds()))
 }
 
 // spentStep is the step of SpentExpr's and HistoryExpr's subqueries.

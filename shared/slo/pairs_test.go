@@ -37,11 +37,11 @@ func TestSpentExpr(t *testing.T) {
 		spent, lasted string
 	}{
 		{30 * time.Second, 10 * time.Hour,
-			`((sum_over_time((slo:sli_error:ratio_rate30s{sloth_id="x"} >= 0)[10h:18s]) * 18 / 36000 / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (0 * count_over_time(slo:sli_error:ratio_rate30s{sloth_id="x"}[10h:18s])))`,
-			`(count_over_time(slo:sli_error:ratio_rate30s{sloth_id="x"}[10h:18s]) * 18)`},
+			`((sum_over_time((slo:sli_error:ratio_rate30s{sloth_id="x"} >= 0)[10h:18s]) * 18 / 36000 / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (0 * count_over_time(slo:sli_error:ratio_rate30s{sloth_id="x"}[10h:18s])) or on(sloth_id) ((slo:sli_error:ratio_rate30s{sloth_id="x"} >= 0) * 18 / 36000 / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (0 * slo:sli_error:ratio_rate30s{sloth_id="x"}))`,
+			`((count_over_time(slo:sli_error:ratio_rate30s{sloth_id="x"}[10h:18s]) * 18) or on(sloth_id) (0 * slo:sli_error:ratio_rate30s{sloth_id="x"} + 18))`},
 		{5 * time.Minute, 30 * 24 * time.Hour,
-			`((sum_over_time((slo:sli_error:ratio_rate5m{sloth_id="x"} >= 0)[30d:21m36s]) * 1296 / 2592000 / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (0 * count_over_time(slo:sli_error:ratio_rate5m{sloth_id="x"}[30d:21m36s])))`,
-			`(count_over_time(slo:sli_error:ratio_rate5m{sloth_id="x"}[30d:21m36s]) * 1296)`},
+			`((sum_over_time((slo:sli_error:ratio_rate5m{sloth_id="x"} >= 0)[30d:21m36s]) * 1296 / 2592000 / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (0 * count_over_time(slo:sli_error:ratio_rate5m{sloth_id="x"}[30d:21m36s])) or on(sloth_id) ((slo:sli_error:ratio_rate5m{sloth_id="x"} >= 0) * 1296 / 2592000 / on(sloth_id) group_left slo:error_budget:ratio{sloth_id="x"}) or on(sloth_id) (0 * slo:sli_error:ratio_rate5m{sloth_id="x"}))`,
+			`((count_over_time(slo:sli_error:ratio_rate5m{sloth_id="x"}[30d:21m36s]) * 1296) or on(sloth_id) (0 * slo:sli_error:ratio_rate5m{sloth_id="x"} + 1296))`},
 	} {
 		if got := SpentExpr("x", c.w, c.period); got != c.spent {
 			t.Errorf("SpentExpr(%s, %s) =\n%s\nwant\n%s", c.w, c.period, got, c.spent)

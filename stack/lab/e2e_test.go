@@ -80,8 +80,10 @@ func expectedBurn(path string) (float64, error) {
 // regression, the matrix's row.
 //
 // bin holds the binaries Build made, copied so that the switch's build of
-// the fixed gateway writes over no other lab's running binary.
-func testRegression(t *testing.T, ctx context.Context, root, bin, replay string, regression *result) {
+// the fixed gateway writes over no other lab's running binary. quiet is
+// closed once no other row watches its alerts: the browser and the
+// backtest wait for it.
+func testRegression(t *testing.T, ctx context.Context, root, bin, replay string, regression *result, quiet <-chan struct{}) {
 	t0 := time.Now()
 	var timeline []string
 	say := func(format string, args ...any) {
@@ -305,10 +307,15 @@ func testRegression(t *testing.T, ctx context.Context, root, bin, replay string,
 	}
 	regression.silent = "yes"
 	say("from the load's start to here: only %s (and its ticket) fired, in Prometheus, Alertmanager and the pager", reg.Expected())
-	// The page in a browser, once the alerts are no longer watched:
-	// Chromium's start takes this 2-core machine's CPU for seconds, which
-	// the streams count as latency and late first tokens (see
-	// TestScenarios).
+	// The page in a browser, once no lab's alerts are watched: Chromium's
+	// start takes this 2-core machine's CPU for seconds, which the streams
+	// count as latency and late first tokens (see TestScenarios).
+	select {
+	case <-quiet:
+	case <-ctx.Done():
+		fail("waiting for the other rows to end: %v", ctx.Err())
+	}
+	say("every other row has ended")
 	if err := inABrowser(ctx, l.Probe, page.ID, "regression", guilty); err != nil {
 		fail("%v", err)
 	}

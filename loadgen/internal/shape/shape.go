@@ -51,9 +51,13 @@ func (s Shape) Validate() error {
 }
 
 // Events is the length of stream i, and whether it is a long generation.
-// The long one sits in the middle of each block of LongEvery streams.
+// The long one ends each block of LongEvery streams, so that no run of
+// streams from the start holds more than its share of long ones: a fresh
+// stack's first windows hold only the ramp's few streams, and with the
+// long one in the middle of the first block it was one stream in 50, a 20x
+// burn that could page through the quick pair before the steady 10x did.
 func (s Shape) Events(i int) (int, bool) {
-	if s.LongEvery > 0 && i%s.LongEvery == s.LongEvery/2 {
+	if s.LongEvery > 0 && i%s.LongEvery == s.LongEvery-1 {
 		return s.LongEvents, true
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, uint64(i))) //nolint:gosec // G115: a stream's index is never negative

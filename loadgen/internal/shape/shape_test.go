@@ -28,9 +28,14 @@ func TestExactlyOneLongPerBlockAndSeededLengths(t *testing.T) {
 	if long != 10 {
 		t.Fatalf("%d long streams in 1000, want exactly 10", long)
 	}
-	for i := range 100 {
-		if _, isLong := s.Events(i); isLong && i != 50 {
-			t.Fatalf("long stream at %d, want the middle of the block", i)
+	// No run of streams from the first holds more than its share.
+	long = 0
+	for i := range 1000 {
+		if _, isLong := s.Events(i); isLong {
+			long++
+		}
+		if long*s.LongEvery > i+1 {
+			t.Fatalf("%d long streams among the first %d, over one in %d", long, i+1, s.LongEvery)
 		}
 	}
 }

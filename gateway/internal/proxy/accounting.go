@@ -67,12 +67,15 @@ func (h *Handler) record(s *stream, res result) {
 	a.settle()
 	m := h.cfg.Metrics
 	elapsed := time.Since(a.start)
-	tenantName := ""
+	tenantName, traffic := "", TrafficUser
 	if a.tenant != nil {
 		tenantName = a.tenant.Name
+		if a.tenant.Probe {
+			traffic = TrafficProbe
+		}
 		m.tokens.WithLabelValues(tenantName).Add(float64(a.tokens))
 	}
-	m.observeStream(s.route, res.outcome, elapsed.Seconds(), s.id, tenantName)
+	m.observeStream(s.route, res.outcome, traffic, elapsed.Seconds(), s.id, tenantName)
 	m.events.Add(float64(a.events))
 	counts := s.redactions()
 	redactions := 0
@@ -106,7 +109,7 @@ func (h *Handler) record(s *stream, res result) {
 		ev = ev.Str("tenant", tenantName)
 	}
 	if a.ttft > 0 {
-		m.ttft.WithLabelValues(s.route).Observe(a.ttft.Seconds())
+		m.ttft.WithLabelValues(s.route, traffic).Observe(a.ttft.Seconds())
 		ev = ev.Float64("ttft_ms", float64(a.ttft.Microseconds())/1000)
 	}
 	if s.tr != nil {

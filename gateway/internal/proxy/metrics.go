@@ -17,6 +17,15 @@ const (
 	OutcomeRejected       = "rejected"
 )
 
+// Values of the traffic label on the stream histograms: a probe tenant's
+// streams (tenant.Tenant.Probe: synthetic, such as the loadgen's
+// calibration) or everyone else's. The SLIs count traffic!="probe", so a
+// stream is a customer's unless its tenant is declared a probe.
+const (
+	TrafficUser  = "user"
+	TrafficProbe = "probe"
+)
+
 // Values of gateway_quota_rejections_total's limit label.
 const (
 	limitTokens  = "tokens_per_minute" //nolint:gosec // G101 reads "tokens" as a secret; this is a label value
@@ -45,12 +54,12 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 			Name:    "gateway_stream_duration_seconds",
 			Help:    "Wall-clock time from a request being accepted to the last byte of its stream forwarded.",
 			Buckets: slo.Buckets,
-		}, []string{"route", "outcome"}),
+		}, []string{"route", "outcome", "traffic"}),
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gateway_stream_ttft_seconds",
 			Help:    "Time from a request being accepted to its first token forwarded.",
 			Buckets: slo.TTFTBuckets,
-		}, []string{"route"}),
+		}, []string{"route", "traffic"}),
 		events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_stream_events_total",
 			Help: "SSE data events forwarded to clients.",
@@ -98,9 +107,11 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 	// no traffic (a rate of 0) and only a scrape that stopped reads as no
 	// data: the SLI no-data alert tells the two apart by this.
 	for _, route := range []string{RouteStream, RouteCompletions} {
-		m.ttft.WithLabelValues(route)
-		for _, o := range []string{OutcomeOK, OutcomeUpstreamError, OutcomeClientCanceled, OutcomeRejected} {
-			m.duration.WithLabelValues(route, o)
+		for _, traffic := range []string{TrafficUser, TrafficProbe} {
+			m.ttft.WithLabelValues(route, traffic)
+			for _, o := range []string{OutcomeOK, OutcomeUpstreamError, OutcomeClientCanceled, OutcomeRejected} {
+				m.duration.WithLabelValues(route, o, traffic)
+			}
 		}
 	}
 	return m
@@ -113,8 +124,8 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 // it scrapes, so the slow buckets point at streams whose log lines say why
 // they were slow. The exemplar costs a few small allocations once a
 // stream, never once an event.
-func (m *Metrics) observeStream(route, outcome string, seconds float64, id, tenant string) {
-	obs := m.duration.WithLabelValues(route, outcome)
+func (m *Metrics) observeStream(route, outcome, traffic string, seconds float64, id, tenant string) {
+	obs := m.duration.WithLabelValues(route, outcome, traffic)
 	labels := streamExemplar(id, tenant)
 	if eo, ok := obs.(prometheus.ExemplarObserver); ok && labels != nil {
 		eo.ObserveWithExemplar(seconds, labels)

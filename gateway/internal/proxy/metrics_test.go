@@ -26,8 +26,8 @@ func TestSLISeriesExistBeforeTheFirstStream(t *testing.T) {
 		name   string
 		series int
 	}{
-		{"gateway_stream_duration_seconds", 2 * 4}, // two routes × four outcomes
-		{"gateway_stream_ttft_seconds", 2},         // two routes
+		{"gateway_stream_duration_seconds", 2 * 4 * 2}, // two routes × four outcomes × user and probe traffic
+		{"gateway_stream_ttft_seconds", 2 * 2},         // two routes × user and probe traffic
 	} {
 		n, err := testutil.GatherAndCount(reg, c.name)
 		if err != nil {
@@ -52,7 +52,7 @@ func TestStreamDurationExemplarNamesTheStream(t *testing.T) {
 	}
 	want := map[string]string{"request_id": id, "tenant": "acme"}
 
-	if got := durationExemplar(t, l.reg, RouteStream, OutcomeOK); !maps.Equal(got, want) {
+	if got := durationExemplar(t, l.reg, RouteStream, OutcomeOK, TrafficUser); !maps.Equal(got, want) {
 		t.Errorf("exemplar labels %v, want %v", got, want)
 	}
 
@@ -96,10 +96,57 @@ func TestStreamDurationExemplarNamesTheStream(t *testing.T) {
 	}
 }
 
+// A probe tenant's stream (the loadgen's calibration) is counted, as
+// traffic="probe", in both stream histograms, and a customer's as
+// traffic="user": the SLIs leave out the one and count the other.
+func TestAProbeTenantsStreamsAreLabelledProbe(t *testing.T) {
+	l := newLab(t, sseUpstream(chunkLine(" hello"), "", "data: [DONE]", ""))
+	for _, key := range []string{"k-probe", "k-acme", "k-acme"} {
+		resp := l.post(t, key, `{"model":"m","stream":true,"messages":[]}`)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for traffic, want := range map[string]uint64{TrafficProbe: 1, TrafficUser: 2} {
+		for _, name := range []string{"gateway_stream_duration_seconds", "gateway_stream_ttft_seconds"} {
+			if n := histogramCount(t, l.reg, name, traffic); n != want {
+				t.Errorf("%s{traffic=%q}: %d streams, want %d", name, traffic, n, want)
+			}
+		}
+	}
+	if got := durationExemplar(t, l.reg, RouteStream, OutcomeOK, TrafficProbe); got["tenant"] != "calibration" {
+		t.Errorf("the probe stream's exemplar %v, want tenant calibration", got)
+	}
+}
+
+// histogramCount sums the observations of the histogram name's series
+// with the traffic label's value.
+func histogramCount(t *testing.T, reg prometheus.Gatherer, name, traffic string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "traffic" && lp.GetValue() == traffic {
+					n += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return n
+}
+
 // durationExemplar returns the labels of the one exemplar on
-// gateway_stream_duration_seconds for route and outcome, after checking it
-// sits in the bucket of its value and is the stream's one observation.
-func durationExemplar(t *testing.T, reg prometheus.Gatherer, route, outcome string) map[string]string {
+// gateway_stream_duration_seconds for route, outcome and traffic, after
+// checking it sits in the bucket of its value and is the stream's one
+// observation.
+func durationExemplar(t *testing.T, reg prometheus.Gatherer, route, outcome, traffic string) map[string]string {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -114,7 +161,7 @@ func durationExemplar(t *testing.T, reg prometheus.Gatherer, route, outcome stri
 			for _, lp := range m.GetLabel() {
 				labels[lp.GetName()] = lp.GetValue()
 			}
-			if labels["route"] != route || labels["outcome"] != outcome {
+			if labels["route"] != route || labels["outcome"] != outcome || labels["traffic"] != traffic {
 				continue
 			}
 			h := m.GetHistogram()
@@ -139,12 +186,12 @@ func durationExemplar(t *testing.T, reg prometheus.Gatherer, route, outcome stri
 				lower = b.GetUpperBound()
 			}
 			if found == nil {
-				t.Fatalf("gateway_stream_duration_seconds{route=%q,outcome=%q} has no exemplar: %v", route, outcome, h)
+				t.Fatalf("gateway_stream_duration_seconds{route=%q,outcome=%q,traffic=%q} has no exemplar: %v", route, outcome, traffic, h)
 			}
 			return found
 		}
 	}
-	t.Fatalf("no gateway_stream_duration_seconds{route=%q,outcome=%q}", route, outcome)
+	t.Fatalf("no gateway_stream_duration_seconds{route=%q,outcome=%q,traffic=%q}", route, outcome, traffic)
 	return nil
 }
 
@@ -181,7 +228,7 @@ func TestStreamExemplarNeverPanics(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			m := NewMetrics(reg, "fixed", "test", nil)
-			m.observeStream(RouteStream, OutcomeOK, 0.25, c.id, c.tenant)
+			m.observeStream(RouteStream, OutcomeOK, TrafficUser, 0.25, c.id, c.tenant)
 			mfs, err := reg.Gather()
 			if err != nil {
 				t.Fatal(err)

@@ -41,8 +41,9 @@ func newLab(t *testing.T, upstream http.HandlerFunc, tweak ...func(*Config)) *la
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
 	// acme's quota covers any reservation a test asks for (40 requests of
-	// max_tokens 1048576 at once, say); tiny's is one token a second.
-	tenants, err := tenant.Parse("k-acme=acme:1000000000000,k-tiny=tiny:60,k-pair=pair:1000000:2")
+	// max_tokens 1048576 at once, say); tiny's is one token a second;
+	// calibration is a probe tenant, whose streams are synthetic.
+	tenants, err := tenant.Parse("k-acme=acme:1000000000000,k-tiny=tiny:60,k-pair=pair:1000000:2,k-probe=calibration:1000000000000:8:probe")
 	if err != nil {
 		t.Fatal(err)
 	}

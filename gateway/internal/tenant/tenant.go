@@ -11,8 +11,14 @@
 //	sk-lab-acme      acme    600000
 //	sk-lab-globex    globex  120000             16
 //
-// The optional last field bounds the tenant's streams in flight at once
-// (default DefaultMaxStreams).
+// The optional fourth field bounds the tenant's streams in flight at once
+// (default DefaultMaxStreams). A fifth field, the word `probe`, marks a
+// probe tenant: its streams are synthetic, sent to measure the gateway
+// rather than by a customer (the loadgen's calibration times streams long
+// enough to breach the SLO, to fit the baseline's cost). Their metrics say
+// traffic="probe", and the SLIs leave them out (docs/loadgen.md):
+//
+//	sk-lab-calibration=calibration:1000000000:8:probe
 //
 // A value containing '=' is an inline list; anything else is a path. Tenant
 // names label metrics, so they are limited to [a-z0-9_-], which keeps the
@@ -54,6 +60,10 @@ type Tenant struct {
 	TokensPerMinute int
 	// MaxStreams bounds the tenant's concurrent streams.
 	MaxStreams int
+	// Probe marks a tenant whose streams are synthetic probes, not a
+	// customer's: their metrics carry traffic="probe", which the SLIs
+	// leave out.
+	Probe bool
 
 	mu sync.Mutex
 	// balance is what is left to reserve, in [0, TokensPerMinute].
@@ -129,8 +139,8 @@ func parseLines(lines []string, source, unit string) (*Registry, error) {
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) != 3 && len(f) != 4 {
-			return nil, fmt.Errorf("%s, %s %d: want `api-key tenant tokens-per-minute [max-concurrent-streams]`, got %d fields", source, unit, i+1, len(f))
+		if len(f) < 3 || len(f) > 5 {
+			return nil, fmt.Errorf("%s, %s %d: want `api-key tenant tokens-per-minute [max-concurrent-streams [probe]]`, got %d fields", source, unit, i+1, len(f))
 		}
 		key, name := f[0], f[1]
 		tpm, err := strconv.Atoi(f[2])
@@ -138,10 +148,14 @@ func parseLines(lines []string, source, unit string) (*Registry, error) {
 			return nil, fmt.Errorf("%s, %s %d: tokens-per-minute must be a positive integer, got %q", source, unit, i+1, f[2])
 		}
 		streams := DefaultMaxStreams
-		if len(f) == 4 {
+		if len(f) >= 4 {
 			if streams, err = strconv.Atoi(f[3]); err != nil || streams <= 0 {
 				return nil, fmt.Errorf("%s, %s %d: max-concurrent-streams must be a positive integer, got %q", source, unit, i+1, f[3])
 			}
+		}
+		probe := len(f) == 5
+		if probe && f[4] != "probe" {
+			return nil, fmt.Errorf("%s, %s %d: the field after max-concurrent-streams can only be the word probe, got %q", source, unit, i+1, f[4])
 		}
 		if !validName(name) {
 			return nil, fmt.Errorf("%s, %s %d: tenant name %q must be 1–32 characters of [a-z0-9_-]", source, unit, i+1, name)
@@ -151,11 +165,13 @@ func parseLines(lines []string, source, unit string) (*Registry, error) {
 		}
 		t := byName[name]
 		if t == nil {
-			t = &Tenant{Name: name, TokensPerMinute: tpm, MaxStreams: streams, balance: float64(tpm)}
+			t = &Tenant{Name: name, TokensPerMinute: tpm, MaxStreams: streams, Probe: probe, balance: float64(tpm)}
 			byName[name] = t
 		} else if t.TokensPerMinute != tpm || t.MaxStreams != streams {
 			return nil, fmt.Errorf("%s, %s %d: tenant %s has two quotas (%d/%d and %d/%d tokens-per-minute/streams)", source, unit, i+1, name,
 				t.TokensPerMinute, t.MaxStreams, tpm, streams)
+		} else if t.Probe != probe {
+			return nil, fmt.Errorf("%s, %s %d: tenant %s is marked probe on one of its keys only", source, unit, i+1, name)
 		}
 		r.byKey[key] = t
 	}

@@ -50,13 +50,36 @@ func TestParseRejectsBadConfig(t *testing.T) {
 		"k=a:5:0":                             "max-concurrent-streams",
 		"k=a:5:many":                          "max-concurrent-streams",
 		"k=a:5:2,j=a:5:3":                     "two quotas",
-		"k=a:5:2:9":                           "fields",
+		"k=a:5:2:9":                           "only be the word probe",
+		"k=a:5:2:probe:x":                     "fields",
+		"k=a:5:2:probe,j=a:5:2":               "marked probe on one of its keys only",
 		"/no/such/file":                       "tenants file",
 		"k=" + strings.Repeat("x", 40) + ":5": "tenant name",
 	} {
 		_, err := Parse(spec)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want an error about %q", spec, err, want)
+		}
+	}
+}
+
+// A probe tenant is marked so on its Tenant; one without the word is a
+// customer. Both spellings of the list say it.
+func TestAProbeTenantIsMarked(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tenants")
+	if err := os.WriteFile(path, []byte("k acme 5\np calibration 5 8 probe # the loadgen's calibration\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []string{"k=acme:5,p=calibration:5:8:probe", path} {
+		r, err := Parse(spec)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", spec, err)
+		}
+		acme, _ := r.Authenticate("k")
+		probe, _ := r.Authenticate("p")
+		if acme == nil || probe == nil || acme.Probe || !probe.Probe || probe.MaxStreams != 8 {
+			t.Errorf("Parse(%q): acme %+v, calibration %+v; want only calibration marked probe", spec, acme, probe)
 		}
 	}
 }

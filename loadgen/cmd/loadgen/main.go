@@ -91,6 +91,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	keys, err := load.ParseKeys(*tenants)
+	if err == nil && *calibrateMissing && keys.Probe == "" {
+		err = fmt.Errorf("-calibrate: %w", errNoProbe)
+	}
 	if err != nil {
 		return fmt.Errorf("-tenants: %w", err)
 	}
@@ -106,7 +109,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	if *calibrateMissing {
-		if err := calibrateIfMissing(ctx, log, *target, keys[0], *shapePath, stdout); err != nil {
+		if err := calibrateIfMissing(ctx, log, *target, keys.Probe, *shapePath, stdout); err != nil {
 			return err
 		}
 	}
@@ -121,7 +124,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("-shard: %w", err)
 	}
-	cfg := load.Config{Target: *target, Keys: keys, Shape: sh, Duration: *duration, Ramp: *ramp, MaxInFlight: *maxInFlight, Timeout: *timeout, Shard: shard}
+	cfg := load.Config{Target: *target, Keys: keys.Load, Shape: sh, Duration: *duration, Ramp: *ramp, MaxInFlight: *maxInFlight, Timeout: *timeout, Shard: shard}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -139,7 +142,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	log.Info().Str("target", *target).Float64("rate", sh.Rate).Int("long_every", sh.LongEvery).Int("long_events", sh.LongEvents).
 		Int("short_min", sh.ShortMin).Int("short_max", sh.ShortMax).Bool("calibrated", calibrated).
-		Dur("duration", *duration).Int("tenants", len(keys)).Stringer("shard", shard).Msg("starting load")
+		Dur("duration", *duration).Int("tenants", len(keys.Load)).Stringer("shard", shard).Msg("starting load")
 
 	started := time.Now()
 	progressDone := make(chan struct{})
@@ -230,7 +233,7 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet("loadgen calibrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	target := fs.String("target", "http://127.0.0.1:8080/v1/chat/stream", "URL of the BASELINE gateway's stream route")
-	tenants := fs.String("tenants", "", "API keys (the first is used)")
+	tenants := fs.String("tenants", "", "the gateway's tenant list, or a list with the probe tenant's entry: its key times the streams (key=tenant:tokens-per-minute:streams:probe)")
 	out := fs.String("o", "shape.json", "write the traffic shape here")
 	sizes := fs.String("sizes", defaultSizes, "stream lengths to time")
 	reps := fs.Int("reps", 3, "streams of each length (the fastest counts)")
@@ -246,6 +249,9 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	keys, err := load.ParseKeys(*tenants)
+	if err == nil && keys.Probe == "" {
+		err = errNoProbe
+	}
 	if err != nil {
 		return fmt.Errorf("-tenants: %w", err)
 	}
@@ -256,7 +262,7 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *reps < 1 {
 		return fmt.Errorf("-reps must be at least 1, got %d", *reps)
 	}
-	sh, err := fitShape(ctx, *target, keys[0], ns, *reps, o, stdout)
+	sh, err := fitShape(ctx, *target, keys.Probe, ns, *reps, o, stdout)
 	if err != nil {
 		return err
 	}
@@ -266,6 +272,10 @@ func calibrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fmt.Fprintf(stdout, "wrote %s\n", *out)
 	return nil
 }
+
+// errNoProbe refuses a calibration without a probe tenant's key.
+var errNoProbe = errors.New("no probe tenant's key (an entry key=tenant:tokens-per-minute:streams:probe, as in the gateway's list): " +
+	"the calibration's streams breach the SLO on purpose, and sent as any other tenant's they would count in the SLI and fire the first page")
 
 // defaultSizes are the stream lengths calibration times: long enough that
 // the quadratic term dominates, short enough to take seconds in all.

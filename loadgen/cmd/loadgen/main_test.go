@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,7 +27,19 @@ func quadratic(t *testing.T) *httptest.Server { return costly(t, 20) }
 // costly answers a stream of max_tokens events after nsPerN2 × n²; 0 is
 // the fixed build, whose cost does not grow with n².
 func costly(t *testing.T, nsPerN2 float64) *httptest.Server {
+	s, _ := costlyKeys(t, nsPerN2)
+	return s
+}
+
+// costlyKeys is costly, and a function that lists the API key of every
+// request it has answered, in order.
+func costlyKeys(t *testing.T, nsPerN2 float64) (*httptest.Server, func() []string) {
+	var mu sync.Mutex
+	var keys []string
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		mu.Unlock()
 		var req struct {
 			MaxTokens int `json:"max_tokens"`
 		}
@@ -38,7 +53,11 @@ func costly(t *testing.T, nsPerN2 float64) *httptest.Server {
 		io.WriteString(w, "data: [DONE]\n\n")
 	}))
 	t.Cleanup(s.Close)
-	return s
+	return s, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(keys)
+	}
 }
 
 // The server's quadratic cost is made to dominate what a busy machine adds
@@ -51,7 +70,7 @@ func TestCalibrateFitsAndWritesAShape(t *testing.T) {
 	s := costly(t, 50)
 	out := filepath.Join(t.TempDir(), "shape.json")
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"calibrate", "-target", s.URL, "-tenants", "k", "-o", out,
+	err := run(context.Background(), []string{"calibrate", "-target", s.URL, "-tenants", "p=calibration:1:8:probe", "-o", out,
 		"-sizes", "500,1000,1500,2000", "-reps", "3"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
@@ -68,18 +87,21 @@ func TestCalibrateFitsAndWritesAShape(t *testing.T) {
 
 // Compose's loadgen fits the machine at its first start and keeps the
 // shape; against the fixed build it runs the built-in shape and writes
-// nothing, so a later start against the baseline still fits.
+// nothing, so a later start against the baseline still fits. Every
+// calibration stream goes as the probe tenant, and no load stream does.
 func TestRunCalibratesWhenTheShapeIsMissing(t *testing.T) {
+	const tenants = "k=acme:1,p=calibration:1:8:probe"
+	timed := 1 + 3*len(strings.Split(defaultSizes, ",")) // a warm-up, then three of each size
 	for _, tc := range []struct {
 		name    string
 		nsPerN2 float64
 		written bool
 	}{{"baseline", 20, true}, {"fixed", 0, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := costly(t, tc.nsPerN2)
+			s, keys := costlyKeys(t, tc.nsPerN2)
 			path := filepath.Join(t.TempDir(), "shape.json")
 			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), []string{"-calibrate", "-shape", path, "-target", s.URL, "-tenants", "k",
+			err := run(context.Background(), []string{"-calibrate", "-shape", path, "-target", s.URL, "-tenants", tenants,
 				"-rate", "20", "-duration", "200ms", "-admin", "", "-log-level", "warn"}, &stdout, &stderr)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr.String())
@@ -94,9 +116,14 @@ func TestRunCalibratesWhenTheShapeIsMissing(t *testing.T) {
 			if !tc.written && !strings.Contains(stdout.String(), "measured") {
 				t.Fatalf("no calibration was tried:\n%s", stdout.String())
 			}
+			sent := keys()
+			if len(sent) <= timed || slices.ContainsFunc(sent[:timed], func(k string) bool { return k != "p" }) ||
+				slices.ContainsFunc(sent[timed:], func(k string) bool { return k != "k" }) {
+				t.Fatalf("keys sent %q: want %d calibration streams as the probe tenant (p), then load as acme (k) only", sent, timed)
+			}
 			// A second start reads the file and times nothing.
 			stdout.Reset()
-			if err := run(context.Background(), []string{"-calibrate", "-shape", path, "-target", s.URL, "-tenants", "k",
+			if err := run(context.Background(), []string{"-calibrate", "-shape", path, "-target", s.URL, "-tenants", tenants,
 				"-rate", "20", "-duration", "100ms", "-admin", "", "-log-level", "warn"}, &stdout, io.Discard); err != nil {
 				t.Fatal(err)
 			}
@@ -142,11 +169,22 @@ func TestBadInvocations(t *testing.T) {
 		{"-tenants", "k", "-shape", "/dev/null"},
 		{"calibrate", "-tenants", "k", "-sizes", "10,x"},
 		{"-tenants", "k", "extra"},
-		{"-tenants", "k", "-calibrate"},
+		{"-tenants", "k,p=c:1:1:probe", "-calibrate"},
 		{"-tenants", "k", "-start-delay", "-1s"},
+		{"-tenants", "p=c:1:1:probe", "-admin", "", "-duration", "1ms"},
 	} {
 		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)
+		}
+	}
+	// A calibration with no probe tenant to send it as is refused before
+	// any stream: its streams would count in the SLI.
+	for _, args := range [][]string{
+		{"calibrate", "-tenants", "k", "-target", "http://127.0.0.1:1/"},
+		{"-tenants", "k=acme:5", "-calibrate", "-shape", filepath.Join(t.TempDir(), "s.json"), "-target", "http://127.0.0.1:1/"},
+	} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); !errors.Is(err, errNoProbe) {
+			t.Errorf("%q: %v, want the missing probe tenant said", args, err)
 		}
 	}
 	t.Setenv("LOADGEN_RATE", "fast")
@@ -201,7 +239,7 @@ func TestStartDelayHoldsTheLoadBack(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err := run(ctx, []string{"-tenants", "k", "-target", srv.URL, "-calibrate", "-shape", filepath.Join(t.TempDir(), "shape.json"),
+	err := run(ctx, []string{"-tenants", "k,p=calibration:1:8:probe", "-target", srv.URL, "-calibrate", "-shape", filepath.Join(t.TempDir(), "shape.json"),
 		"-start-delay", "1h", "-admin", ""}, io.Discard, io.Discard)
 	if err != nil || hits.Load() != 0 {
 		t.Errorf("stopped during the delay: %v, %d requests; want nil and none", err, hits.Load())

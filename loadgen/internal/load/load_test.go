@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -212,10 +213,16 @@ func TestReportRoundTripAndCompare(t *testing.T) {
 }
 
 func TestKeysAndValidation(t *testing.T) {
-	for in, want := range map[string]string{"a,b": "a b", "a=x:1, b=y:2": "a b", " a ,": "a"} {
+	for in, want := range map[string]Keys{
+		"a,b":                                 {Load: []string{"a", "b"}},
+		"a=x:1, b=y:2":                        {Load: []string{"a", "b"}},
+		" a ,":                                {Load: []string{"a"}},
+		"a=x:1:2,p=c:1:8:probe,q=c:1:8:probe": {Load: []string{"a"}, Probe: "p"},
+		"p=c:1:8:probe,a":                     {Load: []string{"a"}, Probe: "p"},
+	} {
 		keys, err := ParseKeys(in)
-		if err != nil || strings.Join(keys, " ") != want {
-			t.Errorf("ParseKeys(%q) = %v %v", in, keys, err)
+		if err != nil || !slices.Equal(keys.Load, want.Load) || keys.Probe != want.Probe {
+			t.Errorf("ParseKeys(%q) = %+v %v, want %+v", in, keys, err, want)
 		}
 	}
 	if _, err := ParseKeys(" , "); err == nil {

@@ -46,7 +46,7 @@ func (c *Config) Validate() error {
 	case err != nil || u.Scheme == "" || u.Host == "":
 		return fmt.Errorf("target %q: want a URL such as http://127.0.0.1:8080/v1/chat/stream", c.Target)
 	case len(c.Keys) == 0:
-		return errors.New("no API keys: give -tenants key1,key2,…")
+		return errors.New("no API keys to send load with: give -tenants key1,key2,… (a probe tenant's key only calibrates)")
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("max-inflight must be at least 1, got %d", c.MaxInFlight)
 	case c.Duration < 0 || c.Ramp < 0:

@@ -47,9 +47,10 @@ func query(expr, legend string) *prometheus.DataqueryBuilder {
 	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend)
 }
 
-// The SLO's route, as in prometheus/slo/llm-gateway.yml, and its numbers
-// from the one place they live.
-const route = `route="/v1/chat/stream"`
+// The streams the SLIs count, as in prometheus/slo/llm-gateway.yml: the
+// SLO's route, without a probe tenant's (the loadgen's calibration); and
+// the SLO's numbers from the one place they live.
+const sli = `route="/v1/chat/stream",traffic!="probe"`
 
 var (
 	budget    = strconv.FormatFloat(slo.Budget, 'g', -1, 64)
@@ -153,16 +154,16 @@ func Build() (dashboard.Dashboard, error) {
 	b = b.WithRow(dashboard.NewRowBuilder("Latency and traffic")).
 		WithPanel(series("Stream duration: server and client", "p50 stays low while p99 and p99.9 cross "+threshold+": a tail, not a flood. Client (loadgen) times include queueing from the scheduled start. "+
 			"The dots are the gateway's exemplars: hover one for its stream's request_id and tenant, the request_id of its log line.", "s", 12,
-			append(quantiles("gateway_stream_duration_seconds", "server", route+`,outcome="ok"`, true),
+			append(quantiles("gateway_stream_duration_seconds", "server", sli+`,outcome="ok"`, true),
 				quantiles("loadgen_stream_duration_seconds", "client", `outcome="ok"`, false)...)...).
 			Thresholds(dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps([]dashboard.Threshold{
 				{Color: "green"}, {Value: cog.ToPtr(slo.Threshold.Seconds()), Color: "red"}})).
 			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine))).
 		WithPanel(series("Streams per second by outcome", "No 5xx spike: streams keep ending ok, just late. upstream_error would show a real outage.", "reqps", 12,
-			query(`sum by (outcome) (rate(gateway_stream_duration_seconds_count{`+route+`}[$__rate_interval]))`, "server {{outcome}}"),
+			query(`sum by (outcome) (rate(gateway_stream_duration_seconds_count{`+sli+`}[$__rate_interval]))`, "server {{outcome}}"),
 			query(`sum by (outcome) (rate(loadgen_streams_total[$__rate_interval]))`, "client {{outcome}}"))).
 		WithPanel(series("Time to first token", "TTFT stays under its "+fmt.Sprintf("%d ms", slo.TTFTThreshold.Milliseconds())+" objective in both builds: the first event is cheap even for the baseline parser.", "s", 12,
-			query(`histogram_quantile(0.99, sum by (le) (rate(gateway_stream_ttft_seconds_bucket{`+route+`}[$__rate_interval])))`, "server p99"),
+			query(`histogram_quantile(0.99, sum by (le) (rate(gateway_stream_ttft_seconds_bucket{`+sli+`}[$__rate_interval])))`, "server p99"),
 			query(`histogram_quantile(0.99, sum by (le) (rate(loadgen_ttft_seconds_bucket[$__rate_interval])))`, "client p99"))).
 		WithPanel(series("Page and ticket alerts", "Firing burn-rate alerts by severity; the page should appear minutes after the baseline starts and clear after the switch to fixed.", "none", 12,
 			query(`sum by (sloth_slo, severity) (ALERTS{alertstate="firing", sloth_service="llm-gateway"})`, "{{sloth_slo}} {{severity}}")))

@@ -154,6 +154,20 @@ func TestComposeEndToEnd(t *testing.T) {
 	// notifications' words carry the burn, the budget, the verdict and the
 	// link.
 	s.story(t, ctx, probe, page.ID, guilty, &tl)
+	// The baseline's run raises stream-latency alone: availability and
+	// TTFT stay silent, as the write-up's service was up, its first tokens
+	// quick.
+	incs, err := probe.Incidents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inc := range incs {
+		if inc.SLO != "stream-latency" {
+			t.Errorf("the baseline's run raised %s %s (%s): only stream-latency may fire", inc.SLO, inc.Severity, inc.AlertName)
+		}
+	}
+	tl.note(fmt.Sprintf("the first page burns within %dx–%dx (the steady traffic's, not the calibration's); the pager holds %d incidents, all stream-latency's",
+		lab.StoryBurnMin, lab.StoryBurnMax, len(incs)))
 
 	// 3. make fixed: only the gateway is recreated, and the page resolves.
 	before := s.ids(ctx)
@@ -187,7 +201,7 @@ func TestComposeEndToEnd(t *testing.T) {
 	tl.block("the monitoring path's faults", table)
 
 	// 5. A restart keeps the pager's incidents and Prometheus's samples.
-	incs, err := probe.Incidents()
+	incs, err = probe.Incidents()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +284,11 @@ func (s *stack) story(t *testing.T, ctx context.Context, probe lab.Probe, id, gu
 	told, err := story.Check(guilty, log)
 	if err != nil {
 		t.Fatalf("the page's story: %v", err)
+	}
+	// A fresh stack's first page is the steady traffic's, not the
+	// calibration's (whose streams are the probe tenant's).
+	if err := story.CheckBurn(); err != nil {
+		t.Fatalf("the first page is not the write-up's: %v", err)
 	}
 	if err := probe.CheckPage(story); err != nil {
 		t.Fatal(err)

@@ -219,6 +219,9 @@ func testRegression(t *testing.T, ctx context.Context, root, bin, replay string,
 	if err != nil {
 		fail("the page's story: %v", err)
 	}
+	if err := story.CheckBurn(); err != nil {
+		fail("the page is not the write-up's: %v", err)
+	}
 	for _, line := range told {
 		say("PAGE %s", line)
 	}

@@ -87,6 +87,40 @@ func (l Probe) WaitStory(ctx context.Context, id string, within time.Duration) (
 	}
 }
 
+// The write-up's page burns at about 10x (one stream in 100 breaches a
+// 0.1 % budget). StoryBurnMin and StoryBurnMax bound the burn of the pair
+// that fired a baseline's page, at a factor of two either side: a page at
+// 143x is not the write-up's story, whatever fired it (a fresh stack's
+// calibration did, before its streams were a probe tenant's).
+const (
+	StoryBurnMin = 5
+	StoryBurnMax = 20
+)
+
+// CheckBurn holds the pair that fired to the write-up's burn: both its
+// windows' burns within StoryBurnMin–StoryBurnMax.
+func (s Story) CheckBurn() error {
+	f := s.Facts
+	if f == nil || f.Pair < 0 || f.Pair >= len(f.Pairs) {
+		return errors.New("no pair fired, by the facts")
+	}
+	p := f.Pairs[f.Pair]
+	for _, b := range []*float64{p.ShortBurn, p.LongBurn} {
+		if b == nil || *b < StoryBurnMin || *b > StoryBurnMax {
+			return fmt.Errorf("the page fired through %s/%s at %s and %s: the write-up's burn is about 10x, want both within %dx–%dx",
+				p.Short, p.Long, burnWords(p.ShortBurn), burnWords(p.LongBurn), StoryBurnMin, StoryBurnMax)
+		}
+	}
+	return nil
+}
+
+func burnWords(b *float64) string {
+	if b == nil {
+		return "no burn"
+	}
+	return fmt.Sprintf("%.1fx", *b)
+}
+
 // Check holds the story to what a paged person needs. guilty is the
 // function the heap verdict must name ("" : it must say the heap did not
 // change); gatewayLog is the gateway's log (JSON lines), in which every
@@ -116,8 +150,8 @@ func (s Story) Check(guilty, gatewayLog string) ([]string, error) {
 	// Spent may read 0 here: a lab's Prometheus is minutes old when the
 	// page fires, and the period's mean holds a step or two of traffic
 	// (shared/slo.SpentExpr); the promtool suites hold the figure itself.
-	if b == nil || !(b.SpentPct >= 0) || math.Abs(b.SpentPct+b.LeftPct-100) > 0.01 || b.Period == "" {
-		return nil, fmt.Errorf("budget at detection: %+v, want spent + left = 100 %%, a period (errors: %v)", b, f.Errors)
+	if b == nil || !(b.SpentPct >= 0) || b.SpentPct > 100 || math.Abs(b.SpentPct+b.LeftPct-100) > 0.01 || b.Period == "" {
+		return nil, fmt.Errorf("budget at detection: %+v, want a spent share of 0–100 %% and spent + left = 100 %%, a period (errors: %v)", b, f.Errors)
 	}
 	// The annotation is Prometheus's own figure, from the evaluation that
 	// fired the alert: the instant the pager reads its figures at, from the
@@ -140,6 +174,9 @@ func (s Story) Check(guilty, gatewayLog string) ([]string, error) {
 		l, ok := lines[e.RequestID]
 		if !ok {
 			return nil, fmt.Errorf("slowest request %s is in no gateway log line: not a real request", e.RequestID)
+		}
+		if e.Tenant == ProbeTenant {
+			return nil, fmt.Errorf("slowest request %s is the %s tenant's: a probe's stream, which the SLI does not count", e.RequestID, ProbeTenant)
 		}
 		if l.Tenant != e.Tenant || math.Abs(l.DurationMS/1000-e.Seconds) > 0.005 {
 			return nil, fmt.Errorf("slowest request %s: exemplar says %s %.3fs, the gateway's log line %s %.3fs", e.RequestID, e.Tenant, e.Seconds, l.Tenant, l.DurationMS/1000)

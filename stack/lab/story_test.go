@@ -53,6 +53,12 @@ func TestStoryCheckFailsEachBrokenFact(t *testing.T) {
 		"budget annotation without figures": {func(s string) string {
 			return strings.Replace(s, `1.2% of the 10h budget spent over the last 4m 0s, 98.8% left`, `no budget figures in Prometheus yet`, 1)
 		}, "transcript.(*Baseline).Append", storyLog},
+		"budget over the whole period's": {func(s string) string {
+			return strings.NewReplacer(`"spent_pct":1.2`, `"spent_pct":14285.7`, `"left_pct":98.8`, `"left_pct":-14185.7`,
+				`1.2% of the 10h`, `14285.7% of the 10h`, `98.8% left`, `-14185.7% left`).Replace(s)
+		}, "transcript.(*Baseline).Append", storyLog},
+		"a probe's request among the slowest": {func(s string) string { return strings.Replace(s, `"tenant":"globex"`, `"tenant":"calibration"`, 1) },
+			"transcript.(*Baseline).Append", strings.Replace(storyLog, `"tenant":"globex"`, `"tenant":"calibration"`, 1)},
 		"no budget": {func(s string) string {
 			return strings.Replace(s, `"budget":{"spent_pct":1.2,"left_pct":98.8,"period":"10h","history":"4m"},`, ``, 1)
 		}, "transcript.(*Baseline).Append", storyLog},
@@ -66,6 +72,27 @@ func TestStoryCheckFailsEachBrokenFact(t *testing.T) {
 	} {
 		if _, err := read(c.edit).Check(c.guilty, c.log); err == nil {
 			t.Errorf("%s: Check passed", name)
+		}
+	}
+}
+
+// A page is the write-up's when the pair that fired burns at about 10x:
+// the calibration's page at 143x, or one barely over a ticket's factor, is
+// not.
+func TestStoryBurnIsTheWriteUps(t *testing.T) {
+	for edit, ok := range map[[2]string]bool{
+		{"", ""}: true,
+		{`"short_burn":9.8`, `"short_burn":142.9`}: false,
+		{`"long_burn":8.1`, `"long_burn":21`}:      false,
+		{`"short_burn":9.8`, `"short_burn":4.9`}:   false,
+		{`"long_burn":8.1`, `"long_burn":null`}:    false,
+	} {
+		var s Story
+		if err := json.Unmarshal([]byte(strings.Replace(storyJSON, edit[0], edit[1], 1)), &s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CheckBurn(); (err == nil) != ok {
+			t.Errorf("fired pair edited %q → %q: CheckBurn = %v, want ok %v", edit[0], edit[1], err, ok)
 		}
 	}
 }

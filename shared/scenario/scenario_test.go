@@ -66,7 +66,7 @@ func TestCreepClimbsStepByStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	var burns []float64
-	for _, at := range []time.Duration{0, 59 * time.Second, time.Minute, 2 * time.Minute, 3 * time.Minute, time.Hour} {
+	for _, at := range []time.Duration{0, creepStep - time.Second, creepStep, 2 * creepStep, 3 * creepStep, time.Hour} {
 		burns = append(burns, sc.Share(at)/Budgets[StreamLatency])
 	}
 	if !slices.Equal(burns, []float64{1, 1, 2, 3, 4, 4}) {

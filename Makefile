@@ -45,8 +45,11 @@ unit: chromium ## every unit test with -race, the gateway's in both builds (make
 # themselves. It ends with a table of each step's seconds (TIMINGS=file:
 # JSON too).
 # make check's two halves, lint and unit, are steps of their own, so the
-# two slots stay evenly loaded (longest first).
-TEST_STEPS := tools unit+check-rules+lint+check-strategies+check-kubernetes+check-compose+plugin+check-config load e2e e2e-compose
+# two slots stay evenly loaded: unit takes one slot for most of the half,
+# and the other slot takes the rest longest first, except lint, which goes
+# early because a cold machine builds golangci-lint in it (each step's
+# seconds are in docs/results/make-test.md).
+TEST_STEPS := tools unit+check-rules+lint+plugin+check-strategies+check-kubernetes+check-compose+check-config load e2e e2e-compose
 .PHONY: test
 test: ## every test: make check, the load checks, SLO rules (drift, promtool), configs, compose, the e2e; ends with each step's seconds
 	@MAKE="$(MAKE)" bash tools/steps.sh $(TEST_STEPS)

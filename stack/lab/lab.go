@@ -11,11 +11,13 @@
 package lab
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,16 +213,24 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		{Prometheus, []string{promBin, "--config.file=" + l.path("etc/prometheus.yml"), "--storage.tsdb.path=" + l.path("data/prometheus"),
 			"--web.listen-address=" + a.Prometheus, "--enable-feature=exemplar-storage"}, "http://" + a.Prometheus + "/-/ready"},
 	}
-	for _, s := range steps {
-		if err := l.start(ctx, s.name, s.args, s.ready); err != nil {
-			return nil, err
-		}
+	// The calibration runs before the pager starts. Its gateway allocates
+	// the way the baseline's long streams do, and the pager, sampling
+	// delta heap profiles from its start, would keep one of that gateway
+	// as the "before" of the first page: the heap would then seem not to
+	// have changed during the burn.
+	if err := l.start(ctx, steps[0].name, steps[0].args, steps[0].ready); err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(cfg.Shape); errors.Is(err, os.ErrNotExist) {
 		if err := l.startGateway(ctx, variant.Baseline); err != nil {
 			return nil, err
 		}
 		if err := l.calibrate(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range steps[1:] {
+		if err := l.start(ctx, s.name, s.args, s.ready); err != nil {
 			return nil, err
 		}
 	}
@@ -494,12 +504,73 @@ func (l *Lab) calibrate(ctx context.Context) error {
 	return nil
 }
 
-// StartLoad starts the load generator, until stopped.
+// StartLoad starts the load generator, until stopped, once the pager
+// holds a delta heap profile of the gateway before any load: the "before"
+// a page's heap verdict compares the burn with.
 func (l *Lab) StartLoad(ctx context.Context) error {
+	if err := l.waitIdleDelta(ctx); err != nil {
+		return err
+	}
 	a := l.cfg.Addrs
 	return l.start(ctx, Loadgen, []string{l.bin("loadgen"), "-target", "http://" + a.GatewayPublic + "/v1/chat/stream",
 		"-tenants", l.cfg.Tenants, "-shape", l.cfg.Shape, "-duration", "0", "-admin", a.LoadgenAdmin, "-ramp", "10s"},
 		"http://"+a.LoadgenAdmin+"/readyz")
+}
+
+// idleDeltaWithin bounds the wait for the pager's first delta profile: it
+// takes one at its start and retries a refused fetch every 5 s
+// (heapdelta.RetryAfter), and a delta lasts 10 s, so the first one ends
+// at most ~15 s after the gateway is up; the rest is margin for a busy
+// machine.
+const idleDeltaWithin = time.Minute
+
+// waitIdleDelta waits until the pager has taken a delta heap profile of
+// the gateway (pager_delta_profiles_total{result="ok"} above 0).
+func (l *Lab) waitIdleDelta(ctx context.Context) error {
+	url := "http://" + l.cfg.Addrs.Pager + "/metrics"
+	deadline := time.Now().Add(idleDeltaWithin)
+	for {
+		n, err := okDeltas(ctx, url)
+		if err == nil && n > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("lab: the pager took no delta heap profile of the gateway within %s (%v):\n%s", idleDeltaWithin, err, l.Tail(Pager, 20))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// okDeltas reads pager_delta_profiles_total{result="ok"} from the pager's
+// /metrics.
+func okDeltas(ctx context.Context, url string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	const series = `pager_delta_profiles_total{result="ok"} `
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("reading %s: %w", url, err)
+	}
+	return 0, fmt.Errorf("%s has no %s", url, strings.TrimSpace(series))
 }
 
 // StopLoad stops the load generator.

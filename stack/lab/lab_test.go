@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"burnlab/shared/scenario"
 )
@@ -229,5 +233,31 @@ func TestIncidentIsFetchedByItsID(t *testing.T) {
 	}
 	if inc, err := p.Incident("none"); err != nil || inc.ID != "" {
 		t.Errorf("an unknown incident: %+v %v", inc, err)
+	}
+}
+
+// The lab starts its load only once the pager reports a delta heap profile
+// taken: okDeltas reads that count from the pager's own exposition, and a
+// pager without the series is an error, never a zero to wait on forever.
+func TestOkDeltasReadsThePagersCounter(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pager_delta_profiles_total", Help: "h"}, []string{"result"})
+	reg.MustRegister(c)
+	c.WithLabelValues("ok")
+	c.WithLabelValues("error").Add(3)
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	ctx := context.Background()
+	if n, err := okDeltas(ctx, srv.URL); err != nil || n != 0 {
+		t.Fatalf("before any delta: %v, %v; want 0, nil", n, err)
+	}
+	c.WithLabelValues("ok").Add(2)
+	if n, err := okDeltas(ctx, srv.URL); err != nil || n != 2 {
+		t.Fatalf("after two deltas: %v, %v; want 2, nil", n, err)
+	}
+	other := httptest.NewServer(promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}))
+	defer other.Close()
+	if _, err := okDeltas(ctx, other.URL); err == nil {
+		t.Fatal("a /metrics without the series read as no error")
 	}
 }

@@ -231,6 +231,16 @@ bench-proxy: ## CPU/stream, streams/s, p50/p99 and heap/stream: direct, ReverseP
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || $(call apt,nginx)
 	$(GO) run ./stack/cmd/bench-proxy $(BENCH_PROXY_FLAGS) $(if $(SAVE),-save docs/results/bench-proxy.md)
 
+# The complexity gate (issue 34): streams of 1,000 to 16,000 events through
+# each gateway build, and the power law its bytes and CPU per stream grow
+# by; it fails when the fixed build's bytes grow faster than n^1.2. make
+# test runs a shorter gate (stack/benchproxy's TestScalingGate). SAVE=1
+# writes docs/results/scaling.md and scaling.svg; JSON=file one object per
+# build.
+.PHONY: scaling
+scaling: ## the complexity gate: bytes and CPU per stream against its length, each build, fitted as n^k (~1 min)
+	$(GO) run ./stack/cmd/scaling $(if $(SAVE),-save docs/results/scaling.md -picture docs/results/scaling.svg) $(if $(JSON),-json $(JSON))
+
 # -fuzzminimizetime: minimizing a large new input otherwise takes up to a
 # minute of the budget with no new executions.
 FUZZ := -run '^$$' -fuzztime $${FUZZTIME:-30s} -fuzzminimizetime 5s -parallel 1

@@ -46,8 +46,11 @@ type Config struct {
 	// measure its heap per in-flight stream (0: skip), once each has
 	// received MemEvents events.
 	MemStreams, MemEvents int
-	Seed                  uint64
-	Log                   io.Writer // progress lines; nil: none
+	// TranscriptBytes is the gateways' -max-transcript-bytes (0: their
+	// default, 1 MiB).
+	TranscriptBytes int
+	Seed            uint64
+	Log             io.Writer // progress lines; nil: none
 }
 
 // Report is a run's result; WriteTable prints it.
@@ -150,26 +153,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Started: time.Now().UTC(), Events: cfg.Events, Machine: machine(), Gateway: revision(cfg.Root)}
-	dir, err := os.MkdirTemp("", "bench-proxy-")
-	if err != nil {
-		return nil, fmt.Errorf("bench-proxy: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Mkdir(filepath.Join(dir, "logs"), 0o755); err != nil {
-		return nil, fmt.Errorf("bench-proxy: %w", err)
-	}
 	say := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "bench-proxy: "+format+"\n", args...) }
-
-	var procs []*proc
-	defer func() {
-		for _, p := range slices.Backward(procs) {
-			p.stop()
-		}
-	}()
-	targets, err := startAll(ctx, cfg, dir, say, &procs, &rep.Machine)
+	targets, stop, err := servers(ctx, cfg, say, &rep.Machine)
 	if err != nil {
 		return nil, err
 	}
+	defer stop()
 
 	client := newClient()
 	defer client.CloseIdleConnections()
@@ -208,6 +197,31 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, fmt.Errorf("bench-proxy: %d streams failed (see the failed column)", failed)
 	}
 	return rep, nil
+}
+
+// servers builds and starts cfg's targets and their upstream in a
+// temporary directory; stop ends every process and removes the directory.
+func servers(ctx context.Context, cfg Config, say func(string, ...any), m *Machine) (targets []*target, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "bench-proxy-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench-proxy: %w", err)
+	}
+	var procs []*proc
+	stop = func() {
+		for _, p := range slices.Backward(procs) {
+			p.stop()
+		}
+		os.RemoveAll(dir)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "logs"), 0o755); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("bench-proxy: %w", err)
+	}
+	if targets, err = startAll(ctx, cfg, dir, say, &procs, m); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return targets, stop, nil
 }
 
 // startAll builds the Go servers and starts the upstream and every target,
@@ -297,6 +311,9 @@ func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...a
 			t.url = "http://" + a[0] + "/v1/chat/stream"
 			args = []string{bin(name), "-listen", a[0], "-admin", a[1], "-upstream", "http://" + upstream,
 				"-tenants", apiKey + "=bench:1000000000000:1000", "-log-level", "error", "-drain-grace", "0s"}
+			if cfg.TranscriptBytes > 0 {
+				args = append(args, "-max-transcript-bytes", fmt.Sprint(cfg.TranscriptBytes))
+			}
 		}
 		p, err := start(name, args, ready)
 		if err != nil {

@@ -18,9 +18,10 @@ import (
 // the machine is, so it can stop a merge.
 
 // MaxAllocExponent is the gate: a build whose bytes allocated per stream
-// grow faster than n^1.2 with the stream's length n fails it. A linear
-// build measures about 1.0 (its fixed costs per stream pull it a little
-// under); the write-up's baseline about 2.
+// grow faster than n^1.2 with the stream's length n fails it. A build that
+// allocates what it keeps measures about 1 (its fixed costs per stream
+// pull it a little under), one that reuses its buffers less; the
+// write-up's baseline about 2.
 const MaxAllocExponent = 1.2
 
 // allocMetric is the runtime's count of bytes allocated on the heap since

@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Metrics:            proxy.NewMetrics(metricsReg, variant, version, reg.Names()),
 		Log:                log,
 		Variant:            variant,
-		NewTranscript:      newTranscript,
+		NewTranscript:      newTranscripts(),
 		UpstreamTimeout:    *upTimeout,
 		IdleTimeout:        *idle,
 		ClientWriteTimeout: *clientWrite,

@@ -8,4 +8,7 @@ import "burnlab/gateway/internal/transcript"
 // never at run time: an image tag names exactly one behaviour.
 const variant = "baseline"
 
-func newTranscript(int) transcript.Transcript { return &transcript.Baseline{} }
+// newTranscripts returns the gateway's maker of a transcript per stream.
+func newTranscripts() func() transcript.Transcript {
+	return func() transcript.Transcript { return &transcript.Baseline{} }
+}

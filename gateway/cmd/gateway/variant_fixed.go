@@ -6,4 +6,9 @@ import "burnlab/gateway/internal/transcript"
 
 const variant = "fixed"
 
-func newTranscript(events int) transcript.Transcript { return transcript.NewFixed(events) }
+// newTranscripts returns the gateway's maker of a transcript per stream,
+// whose blocks come from one pool for the process.
+func newTranscripts() func() transcript.Transcript {
+	var pool transcript.Pool
+	return func() transcript.Transcript { return transcript.NewFixed(&pool) }
+}

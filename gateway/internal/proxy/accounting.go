@@ -113,7 +113,7 @@ func (h *Handler) record(s *stream, res result) {
 		ev = ev.Float64("ttft_ms", float64(a.ttft.Microseconds())/1000)
 	}
 	if s.tr != nil {
-		ev = ev.Int("transcript_bytes", len(s.tr.String()))
+		ev = ev.Int("transcript_bytes", s.tr.Len())
 	}
 	if s.truncated {
 		ev = ev.Bool("transcript_truncated", true)
@@ -128,4 +128,7 @@ func (h *Handler) record(s *stream, res result) {
 		ev = ev.Str("error", res.err)
 	}
 	ev.Msg("stream")
+	if s.tr != nil {
+		s.tr.Release()
+	}
 }

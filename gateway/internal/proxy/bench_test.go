@@ -56,7 +56,7 @@ func BenchmarkStream(b *testing.B) {
 	}))
 	defer bare.Close()
 
-	gateway := func(name string, newTr func(int) transcript.Transcript) *httptest.Server {
+	gateway := func(name string, newTr func() transcript.Transcript) *httptest.Server {
 		tenants, _ := tenant.Parse("k=bench:1000000000")
 		h, err := New(Config{Upstream: u, Tenants: tenants, Log: zerolog.Nop(), Variant: name, NewTranscript: newTr,
 			Metrics: NewMetrics(prometheus.NewRegistry(), name, "bench", tenants.Names())})
@@ -65,9 +65,10 @@ func BenchmarkStream(b *testing.B) {
 		}
 		return httptest.NewServer(h)
 	}
-	fixed := gateway("fixed", func(n int) transcript.Transcript { return transcript.NewFixed(n) })
+	var pool transcript.Pool
+	fixed := gateway("fixed", func() transcript.Transcript { return transcript.NewFixed(&pool) })
 	defer fixed.Close()
-	baseline := gateway("baseline", func(int) transcript.Transcript { return &transcript.Baseline{} })
+	baseline := gateway("baseline", func() transcript.Transcript { return &transcript.Baseline{} })
 	defer baseline.Close()
 
 	for _, c := range []struct{ name, url string }{
@@ -121,14 +122,17 @@ func BenchmarkForward(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	cpu0 := cpuTime()
+	var pool transcript.Pool // the gateway's, one per process
 	for b.Loop() {
 		s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults()}
-		s.begin(transcript.NewFixed(10000), 1)
+		tr := transcript.NewFixed(&pool)
+		s.begin(tr, 1)
 		out := newFlusher(&discard{h: http.Header{}}, time.Second)
 		dec := sse.NewDecoder(sse.NewReader(bytes.NewReader(body), 64<<10, 1<<20), 1<<20, out.flush)
 		if err := s.forward(dec, out); err != nil {
 			b.Fatal(err)
 		}
+		tr.Release()
 	}
 	// CPU time, not wall time: on a shared machine the wall clock counts
 	// other processes' turns too.

@@ -115,7 +115,7 @@ func rewriteAll(t *testing.T, payloads ...string) forwarded {
 // rewriteAllBy forwards payloads as one stream, every chunk by the general
 // path when generalOnly is set.
 func rewriteAllBy(t *testing.T, generalOnly bool, payloads ...string) forwarded {
-	tr := transcript.NewFixed(0)
+	tr := transcript.NewFixed(nil)
 	s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults(), tr: tr, choices: MaxChoices, generalOnly: generalOnly}
 	rec := httptest.NewRecorder()
 	out := newFlusher(rec, time.Second)

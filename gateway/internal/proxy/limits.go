@@ -28,7 +28,7 @@ type Limits struct {
 	// upstream on (default 10 minutes).
 	Duration time.Duration
 	// Transcript bounds the audit transcript of one stream (default 1
-	// MiB, what NewFixed reserves at most). Past it the transcript keeps
+	// MiB). Past it the transcript keeps
 	// what it has, the stream goes on, and its log line says
 	// transcript_truncated.
 	Transcript int

@@ -67,7 +67,7 @@ func TestTranscriptIsCappedAndTheStreamGoesOn(t *testing.T) {
 	if text, done, errs := contents(t, body); !done || len(errs) > 0 || !strings.HasSuffix(text, " w199") {
 		t.Fatalf("the stream was cut: done=%v errors=%v", done, errs)
 	}
-	if n := len(l.trs[0].String()); n == 0 || n > 1000 {
+	if n := len(l.trs[0].text()); n == 0 || n > 1000 {
 		t.Errorf("transcript of %d bytes, want 1..1000", n)
 	}
 	if !strings.Contains(l.logs.String(), `"transcript_truncated":true`) {
@@ -156,7 +156,7 @@ func TestOneStreamsMemoryIsBounded(t *testing.T) {
 			var err error
 			grew, kept := heapAfter(func() any {
 				s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults()}
-				s.begin(transcript.NewFixed(0), 1)
+				s.begin(transcript.NewFixed(nil), 1)
 				out := newFlusher(&discard{h: http.Header{}}, time.Second)
 				src := &lineSource{next: func(i int) string {
 					if i == maxTextStreams {
@@ -185,7 +185,7 @@ func TestOneStreamsMemoryIsBounded(t *testing.T) {
 func TestNegativeLimitsAreRefused(t *testing.T) {
 	for _, lim := range []Limits{{Events: -1}, {Bytes: -1}, {Duration: -time.Second}, {Transcript: -1}, {Held: -1}} {
 		cfg := Config{Upstream: &url.URL{Scheme: "http", Host: "u"}, Tenants: &tenant.Registry{}, Metrics: &Metrics{},
-			NewTranscript: func(int) transcript.Transcript { return nil }, Limits: lim}
+			NewTranscript: func() transcript.Transcript { return nil }, Limits: lim}
 		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "must not be negative") {
 			t.Errorf("%+v: %v, want a refusal", lim, err)
 		}

@@ -81,9 +81,9 @@ type Config struct {
 	Metrics  *Metrics
 	Log      zerolog.Logger
 	// Variant names the transcript builder; NewTranscript makes one per
-	// stream, given the number of events the request asked for (0: unknown).
+	// stream, which the gateway releases when the stream is recorded.
 	Variant       string
-	NewTranscript func(eventsHint int) transcript.Transcript
+	NewTranscript func() transcript.Transcript
 	// Client calls the upstream (default: a transport tuned for streaming
 	// with UpstreamTimeout for response headers).
 	Client *http.Client

@@ -32,7 +32,30 @@ type lab struct {
 	logs    *syncbuf.Buffer
 	tenants *tenant.Registry
 	mu      sync.Mutex
-	trs     []transcript.Transcript
+	trs     []*keptTranscript
+}
+
+// keptTranscript is the gateway's fixed transcript that keeps a copy of
+// its text when the gateway releases it, so a test can read what a
+// stream kept after the stream ended.
+type keptTranscript struct {
+	*transcript.Fixed
+	mu   sync.Mutex
+	kept string
+}
+
+func (k *keptTranscript) Release() {
+	k.mu.Lock()
+	k.kept = k.Fixed.String()
+	k.mu.Unlock()
+	k.Fixed.Release()
+}
+
+// text is what the stream kept: read it once the stream has ended.
+func (k *keptTranscript) text() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.kept
 }
 
 func newLab(t *testing.T, upstream http.HandlerFunc, tweak ...func(*Config)) *lab {
@@ -55,8 +78,8 @@ func newLab(t *testing.T, upstream http.HandlerFunc, tweak ...func(*Config)) *la
 		Metrics:  l.m,
 		Log:      zerolog.New(l.logs),
 		Variant:  "fixed",
-		NewTranscript: func(n int) transcript.Transcript {
-			tr := transcript.NewFixed(n)
+		NewTranscript: func() transcript.Transcript {
+			tr := &keptTranscript{Fixed: transcript.NewFixed(nil)}
 			l.mu.Lock()
 			l.trs = append(l.trs, tr)
 			l.mu.Unlock()

@@ -19,13 +19,12 @@ import (
 )
 
 // admitted is a request the gateway will stream: its body, forwarded to the
-// upstream as the client sent it, the most tokens it asked for per choice
-// (0: it did not say), and release, which ends its tenant reservation.
+// upstream as the client sent it, its number of choices, and release, which
+// ends its tenant reservation.
 type admitted struct {
-	body      []byte
-	maxTokens int
-	choices   int
-	release   func()
+	body    []byte
+	choices int
+	release func()
 }
 
 // chatRequest holds the few fields the gateway reads.
@@ -177,7 +176,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *stream) (*adm
 		return nil, reject(w, http.StatusTooManyRequests, "rate_limit_error", msg)
 	}
 	s.acct.hold = hold
-	return &admitted{body: body, maxTokens: limit, choices: max(req.N, 1), release: func() { hold.End(s.acct.tokens) }}, result{}
+	return &admitted{body: body, choices: max(req.N, 1), release: func() { hold.End(s.acct.tokens) }}, result{}
 }
 
 // requestID keeps a client's X-Request-Id when it is a short token, so a

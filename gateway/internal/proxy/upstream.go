@@ -103,7 +103,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s.begin(h.cfg.NewTranscript(req.maxTokens), req.choices)
+	s.begin(h.cfg.NewTranscript(), req.choices)
 	out := newFlusher(w, h.cfg.ClientWriteTimeout)
 	defer out.done()
 	// Before a read that may block, what is written must not wait on it.

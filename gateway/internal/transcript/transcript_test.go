@@ -43,7 +43,7 @@ func TestPayloadRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var b Baseline
 			b.Append(c.event)
-			f := NewFixed(1)
+			f := NewFixed(nil)
 			f.Append(c.event)
 			if b.String() != c.baseline {
 				t.Errorf("baseline = %q, want %q", b.String(), c.baseline)
@@ -58,7 +58,7 @@ func TestPayloadRules(t *testing.T) {
 // The gateway hands Append a view of a buffer it then overwrites; the
 // transcript must not change with it.
 func TestAppendCopiesItsInput(t *testing.T) {
-	for _, tr := range []Transcript{&Baseline{}, NewFixed(2)} {
+	for _, tr := range []Transcript{&Baseline{}, NewFixed(nil)} {
 		buf := []byte(`data: {"tok":"first event payload here"}`)
 		tr.Append(string(buf[:]))
 		AppendLine(tr, buf)
@@ -70,23 +70,71 @@ func TestAppendCopiesItsInput(t *testing.T) {
 	}
 }
 
-// The gateway feeds whole data lines of OpenAI chunks, longer than the
-// write-up's events: one allocation must still hold a stream of them.
-func TestFixedHoldsGatewayChunksInOneAllocation(t *testing.T) {
-	// 86 bytes of payload and the separator: the lab's 87 an event.
-	line := []byte(`data: {"id":"c4f1c","object":"chat.completion.chunk","choices":[{"delta":{"content":" t"}}]}`)
-	if len(line)-len("data: ")+1 != 87 {
-		t.Fatalf("the line carries %d bytes, not 87", len(line)-len("data: ")+1)
+// gatewayLine is a data line of an OpenAI chunk as the gateway feeds it:
+// 86 bytes of payload and the separator, the lab's 87 an event.
+var gatewayLine = []byte(`data: {"id":"c4f1c","object":"chat.completion.chunk","choices":[{"delta":{"content":" t"}}]}`)
+
+// Fixed's allocations are the stated number: the Fixed, each block, and
+// each doubling of its list of blocks past the inline ones. Without a
+// pool every block is new, so the count is exact; a pool only lends blocks
+// (and may drop them at any collection, so the test does not count on it).
+func TestFixedAllocatesWhatItStates(t *testing.T) {
+	if len(gatewayLine)-len("data: ")+1 != 87 {
+		t.Fatalf("the line carries %d bytes, not 87", len(gatewayLine)-len("data: ")+1)
 	}
-	const n = 2000
-	allocs := testing.AllocsPerRun(10, func() {
-		tr := NewFixed(n)
-		for range n {
-			AppendLine(tr, line)
+	for _, n := range []int{1, 400, 2000, 10000} {
+		blocks := (n*87 + BlockBytes - 1) / BlockBytes
+		growths := 0
+		for c := inlineBlocks; c < blocks; c *= 2 {
+			growths++
 		}
-	})
-	if allocs > 2 {
-		t.Fatalf("a %d-event stream of 87-byte lines took %.0f allocations, want ≤ 2 (the Fixed and its buffer)", n, allocs)
+		want := float64(1 + blocks + growths)
+		stream := func(pool *Pool) func() {
+			return func() {
+				tr := NewFixed(pool)
+				for range n {
+					AppendLine(tr, gatewayLine)
+				}
+				if tr.Len() != n*87 {
+					t.Fatalf("%d events: Len %d, want %d", n, tr.Len(), n*87)
+				}
+				tr.Release()
+			}
+		}
+		if got := testing.AllocsPerRun(5, stream(nil)); got != want {
+			t.Errorf("%d events without a pool: %.0f allocations, want %.0f (1 Fixed, %d blocks, %d growths of the list)", n, got, want, blocks, growths)
+		}
+		var pool Pool
+		if got := testing.AllocsPerRun(5, stream(&pool)); got > want {
+			t.Errorf("%d events with a pool: %.0f allocations, more than the %.0f without one", n, got, want)
+		}
+	}
+}
+
+// What a Fixed holds follows what arrived, not what the request may ask
+// for, and Release empties it for reuse.
+func TestFixedHoldsWhatArrived(t *testing.T) {
+	var pool Pool
+	tr := NewFixed(&pool)
+	var want strings.Builder
+	for i := range 3000 {
+		line := fmt.Sprintf("data: event %d of a stream whose blocks fill in turn", i)
+		AppendLine(tr, []byte(line))
+		want.WriteString(line[6:] + " ")
+	}
+	if tr.String() != want.String() || tr.Len() != want.Len() {
+		t.Fatalf("3000 events across blocks: %d bytes kept, want %d, or the text differs", tr.Len(), want.Len())
+	}
+	if held := len(tr.blocks) * BlockBytes; held >= tr.Len()+BlockBytes {
+		t.Errorf("%d bytes kept in %d blocks: more than one block's slack", tr.Len(), len(tr.blocks))
+	}
+	tr.Release()
+	if tr.Len() != 0 || tr.String() != "" || len(tr.blocks) != 0 || tr.inline != [inlineBlocks]*block{} {
+		t.Errorf("after Release: %d bytes, %d blocks: want an empty transcript holding no block", tr.Len(), len(tr.blocks))
+	}
+	AppendLine(tr, []byte("data: again"))
+	if tr.String() != "again " {
+		t.Errorf("reused after Release: %q, want %q", tr.String(), "again ")
 	}
 }
 

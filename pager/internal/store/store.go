@@ -315,12 +315,19 @@ type Accepted struct {
 	Incident string
 	// Severity is the alert's severity label or, with none, its webhook's.
 	Severity string
-	// NewPage is true for the first firing notification of a page.
-	NewPage bool
-	// PageResolved is true for the first resolved notification of a page
-	// the pager saw fire: the moment for the "after" profile.
-	PageResolved bool
+	// Fired is true for the first firing notification of an alert the
+	// pager diagnoses: a page or a ticket (Diagnosed).
+	Fired bool
+	// Cleared is true for the first resolved notification of one the
+	// pager saw fire: the moment for the "after" profile.
+	Cleared bool
 }
+
+// Diagnosed says whether the pager diagnoses alerts of a severity: pages,
+// and tickets, the slow burns that come a day before a page would (the
+// write-up's three days): each gets a profile, facts and a heap verdict.
+// Other severities are kept and listed, not diagnosed.
+func Diagnosed(severity string) bool { return severity == "page" || severity == "ticket" }
 
 // AddNotification appends the payload's new alerts and fsyncs them before
 // it returns; alerts seen before (Alertmanager's retries and repeats, same
@@ -334,9 +341,9 @@ func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now t
 	var buf bytes.Buffer
 	var added []Record
 	var out []Accepted
-	// batchPaged and batchResolved are the incidents this notification
-	// pages and resolves: a page may fire and resolve within one.
-	batch, batchPaged, batchResolved, batchHeard := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	// batchFired and batchResolved are the incidents this notification
+	// fires and resolves: an alert may fire and resolve within one.
+	batch, batchFired, batchResolved, batchHeard := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i := range alerts {
 		a := alerts[i]
 		key := dedupKey(&a)
@@ -369,12 +376,12 @@ func (s *Store) AddNotification(receiver, endpoint string, alerts []Alert, now t
 		added = append(added, r)
 		id := IncidentID(&a)
 		e, known := s.incidents[id]
-		page := severity == "page"
+		diagnosed := Diagnosed(severity)
 		acc := Accepted{Alert: a, Incident: id, Severity: severity,
-			NewPage:      a.Status == "firing" && page && !known && !batchPaged[id],
-			PageResolved: a.Status == "resolved" && page && (known && e.inc.Status != "resolved" || batchPaged[id]) && !batchResolved[id]}
+			Fired:   a.Status == "firing" && diagnosed && !known && !batchFired[id],
+			Cleared: a.Status == "resolved" && diagnosed && (known && e.inc.Status != "resolved" || batchFired[id]) && !batchResolved[id]}
 		out = append(out, acc)
-		batchPaged[id] = batchPaged[id] || acc.NewPage
+		batchFired[id] = batchFired[id] || acc.Fired
 		batchResolved[id] = batchResolved[id] || a.Status == "resolved"
 	}
 	if len(added) == 0 {

@@ -154,7 +154,7 @@ func TestReopenKeepsEverythingAndDedupsAcrossRestarts(t *testing.T) {
 	s := open(t, dir)
 	a := page("00000000000000f1")
 	got, err := s.AddNotification("pager-page", "page", []Alert{a, a}, start)
-	if err != nil || len(got) != 1 || !got[0].NewPage {
+	if err != nil || len(got) != 1 || !got[0].Fired {
 		t.Fatalf("%+v %v", got, err)
 	}
 	if err := s.AddProfile(got[0].Incident, incident.Profile{Top: []incident.TopEntry{{Function: "f", FlatPct: 99}}}, start); err != nil {
@@ -179,7 +179,7 @@ func TestReopenKeepsEverythingAndDedupsAcrossRestarts(t *testing.T) {
 	}
 	a.Status = "resolved"
 	res, err := s.AddNotification("pager-page", "page", []Alert{a}, start.Add(time.Minute))
-	if err != nil || len(res) != 1 || res[0].NewPage {
+	if err != nil || len(res) != 1 || res[0].Fired {
 		t.Fatalf("resolution: %+v %v", res, err)
 	}
 	s.Close()

@@ -13,7 +13,7 @@ import (
 )
 
 // capture is what an alert of a notification starts: the page-time
-// capture of a new page (shot, and done, closed once it is recorded), or,
+// capture of a new page or ticket (shot, and done, closed once it is recorded), or,
 // for its resolve, the one after (after, and pending, the page-time
 // capture it waits for, if that is still running).
 type capture struct {
@@ -33,14 +33,14 @@ func (h *Handler) register(accepted []store.Accepted) []capture {
 		return out
 	}
 	for i, a := range accepted {
-		if a.NewPage {
+		if a.Fired {
 			// Joined here, in the order the pages arrived.
 			out[i].shot, out[i].done = h.join(a, "page", h.clock.Now()), make(chan struct{})
 			h.mu.Lock()
 			h.pageCaptures[a.Incident] = out[i].done
 			h.mu.Unlock()
 		}
-		if a.PageResolved {
+		if a.Cleared {
 			h.mu.Lock()
 			out[i].after, out[i].pending = true, h.pageCaptures[a.Incident]
 			h.mu.Unlock()

@@ -285,7 +285,7 @@ func TestAResolveRacingItsFiringGetsTheProfileAfter(t *testing.T) {
 
 	stored, release := make(chan struct{}), make(chan struct{})
 	p.h.stored = func(acc []store.Accepted) {
-		if len(acc) == 1 && acc[0].NewPage {
+		if len(acc) == 1 && acc[0].Fired {
 			close(stored)
 			<-release
 		}

@@ -23,7 +23,7 @@ type Deltas interface {
 	Samples() []heapdelta.Sample
 }
 
-// readFacts reads a new page's facts (incident.Facts) and journals them.
+// readFacts reads a new page's or ticket's facts (incident.Facts) and journals them.
 // It runs beside the webhook, tracked by h.captures: a slow or dead
 // Prometheus never delays the page, and Close waits for it (or, past its
 // context, cancels its queries).

@@ -257,16 +257,24 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 		t.Errorf("no facts line in the timeline %v or the log", inc.Timeline)
 	}
 
-	// A repeat of the page, and a ticket, read nothing more.
+	// A repeat of the page reads nothing more.
 	n := len(prom.Asked())
 	p2 := with(burnAlert(start.Truncate(time.Second), nil), "annotations", map[string]string{"burn_rate": "14.4x"})
 	p.post(t, "/webhook/page", notification(p2))
+	if got := len(prom.Asked()); got != n {
+		t.Errorf("a repeat asked Prometheus %d more times", got-n)
+	}
+	// A ticket reads its own facts, as a page does.
 	ticket := with(burnAlert(start, nil), "fingerprint", fingerprint("ticket"))
 	ticket["labels"].(map[string]string)["severity"] = "ticket"
 	p.post(t, "/webhook/ticket", notification(ticket))
 	p.h.Close(context.Background())
-	if got := len(prom.Asked()); got != n {
-		t.Errorf("a repeat or a ticket asked Prometheus %d more times", got-n)
+	if got := len(prom.Asked()); got == n {
+		t.Error("a ticket asked Prometheus nothing")
+	}
+	tinc, ok := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("ticket"), StartsAt: start}))
+	if !ok || tinc.Facts == nil || tinc.Facts.Heap == nil || tinc.Facts.Heap.Function != appendFn {
+		t.Errorf("the ticket's facts: %+v, want them with the heap's verdict naming %s", tinc.Facts, appendFn)
 	}
 }
 

@@ -1,12 +1,15 @@
 // Package webhook is the pager's HTTP side: it accepts Alertmanager webhook
 // notifications (payload version 4), stores them durably, tells the on-call
-// in one log line per alert, and on a new page captures the gateway's heap
-// profile so the page arrives with the answer; once the page resolves it
-// captures a second one from the same source, the "after" of a before/after
-// comparison. Pages and resolves close together share one fetch (see
-// shot), so an alert storm does not load the gateway it diagnoses. A new
-// page also gets its facts: the burn, the budget and the slowest requests
-// read from Prometheus, and what changed in the heap.
+// in one log line per alert, and on a new page or ticket (store.Diagnosed)
+// captures the gateway's heap profile so the alert arrives with the
+// answer; once it resolves it captures a second one from the same source,
+// the "after" of a before/after comparison. Alerts and resolves close
+// together share one fetch (see shot), so an alert storm does not load the
+// gateway it diagnoses. A new page or ticket also gets its facts: the
+// burn, the budget and the slowest requests read from Prometheus, and what
+// changed in the heap. A ticket is diagnosed as a page is because it is
+// the earlier chance: the write-up's slow burn ticketed a day before it
+// paged.
 //
 // By concern: webhook.go receives and validates notifications and stores
 // them; capture.go takes the profiles (shots, their windows and fetches);
@@ -390,7 +393,8 @@ func severityLabel(severity string) string {
 }
 
 // announce is the on-call's line: PAGE, TICKET or RESOLVED; then it starts
-// the alert's capture and, for a new page, the reading of its facts.
+// the alert's capture and, for a new page or ticket, the reading of its
+// facts.
 func (h *Handler) announce(a store.Accepted, c capture) {
 	severity := a.Severity
 	h.notifications.WithLabelValues(severityLabel(severity), a.Alert.Status).Inc()
@@ -420,10 +424,10 @@ func (h *Handler) announce(a store.Accepted, c capture) {
 			h.record(a, "page", c.shot)
 		})
 	}
-	if a.NewPage && (h.cfg.Prometheus != nil || h.cfg.Deltas != nil) {
+	if a.Fired && (h.cfg.Prometheus != nil || h.cfg.Deltas != nil) {
 		h.captures.Go(func() { h.readFacts(a) })
 	}
-	if a.PageResolved {
+	if a.Cleared {
 		h.captures.Go(func() { h.postFinding(a.Incident) })
 	}
 	if c.after {

@@ -278,7 +278,7 @@ func TestPageCapturesTheHeapProfile(t *testing.T) {
 		t.Error("the captured profile's top functions are not logged")
 	}
 
-	// A ticket or a repeat of the page captures nothing more: not
+	// A repeat of the page captures nothing more: not
 	// Alertmanager's retry of the same notification, nor the same alert
 	// sent again later with a new burn rate and its start as Prometheus
 	// restores it after a restart (whole seconds), which is stored as news
@@ -290,18 +290,29 @@ func TestPageCapturesTheHeapProfile(t *testing.T) {
 	if status, body := p.post(t, "/webhook/page", notification(later)); status != 200 || !strings.Contains(body, `"accepted":1`) {
 		t.Fatalf("repeat: %d %s", status, body)
 	}
+	// A ticket is diagnosed as a page is, and gets its own; an alert of
+	// another severity is kept, not diagnosed.
 	if status, _ := p.post(t, "/webhook/ticket", notification(alert("firing", "ticket", start))); status != 200 {
 		t.Fatalf("ticket: %d", status)
 	}
+	if status, _ := p.post(t, "/webhook/page", notification(alert("firing", "info", start))); status != 200 {
+		t.Fatalf("info: %d", status)
+	}
 	p.h.Close(context.Background()) // any capture those started has finished
-	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("page", "ok")) + testutil.ToFloat64(p.h.profiles.WithLabelValues("page", "error")); got != 1 {
-		t.Errorf("profiles = %v, want 1", got)
+	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("page", "ok")) + testutil.ToFloat64(p.h.profiles.WithLabelValues("page", "error")); got != 2 {
+		t.Errorf("profiles = %v, want 2: the page's and the ticket's", got)
 	}
 	if inc, _ := p.st.Incident(inc.ID); len(inc.Timeline) != 3 {
 		t.Errorf("the page's timeline: %+v, want firing, profile captured, firing again", inc.Timeline)
 	}
-	if n := len(all(p.st)); n != 2 {
-		t.Errorf("%d incidents, want the page's and the ticket's", n)
+	for sev, want := range map[string]bool{"ticket": true, "info": false} {
+		other, ok := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint(sev), StartsAt: start}))
+		if !ok || (other.Profile != nil) != want {
+			t.Errorf("the %s's incident (found: %v) has profile %+v, want one: %v", sev, ok, other.Profile, want)
+		}
+	}
+	if n := len(all(p.st)); n != 3 {
+		t.Errorf("%d incidents, want the page's, the ticket's and the info's", n)
 	}
 }
 
@@ -515,7 +526,7 @@ func TestSeverityLabelsAreBounded(t *testing.T) {
 // A page that resolves gets a second profile from the same source, taken
 // after the page-time one even when the resolve arrives while that is still
 // being fetched, journaled so it is there after a restart, and on the
-// timeline; a ticket's resolve and a retried resolve take none.
+// timeline; so does a ticket; a retried resolve takes none.
 func TestAResolvedPageGetsAProfileTakenAfter(t *testing.T) {
 	dir := t.TempDir()
 	p := newPagerIn(t, dir, gatewayPprof(t), "")
@@ -533,8 +544,8 @@ func TestAResolvedPageGetsAProfileTakenAfter(t *testing.T) {
 		}
 	}
 	p.h.Close(context.Background())
-	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("after", "ok")); got != 1 {
-		t.Errorf("after profiles = %v, want 1", got)
+	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("after", "ok")); got != 2 {
+		t.Errorf("after profiles = %v, want 2: the page's and the ticket's", got)
 	}
 	id := store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start})
 	inc, ok := p.st.Incident(id)
@@ -547,8 +558,8 @@ func TestAResolvedPageGetsAProfileTakenAfter(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(inc.Timeline), "profile after resolve captured: top alloc_space") {
 		t.Errorf("timeline %+v", inc.Timeline)
 	}
-	if ticket, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("ticket"), StartsAt: start})); ticket.After != nil {
-		t.Errorf("a ticket got an after profile: %+v", ticket.After)
+	if ticket, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("ticket"), StartsAt: start})); ticket.Profile == nil || ticket.After == nil || ticket.After.Error != "" {
+		t.Errorf("the ticket's profiles: %+v at firing, %+v after: want both", ticket.Profile, ticket.After)
 	}
 
 	resp, err := http.Get(p.srv.URL + "/api/incidents/" + id)
@@ -775,7 +786,7 @@ func TestAnAlertWithoutSeverityIsWhatItsWebhookSays(t *testing.T) {
 	for _, kind := range []string{"page", "ticket"} {
 		id := store.IncidentID(&store.Alert{Fingerprint: fingerprint(kind), StartsAt: start})
 		inc, _ := p.st.Incident(id)
-		if inc.Severity != kind || (kind == "page") != (inc.Profile != nil) {
+		if inc.Severity != kind || inc.Profile == nil {
 			t.Errorf("%s without severity: stored as %q, profile %+v", kind, inc.Severity, inc.Profile)
 		}
 		if got := testutil.ToFloat64(p.h.notifications.WithLabelValues(kind, "firing")); got != 1 {

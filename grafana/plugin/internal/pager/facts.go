@@ -39,10 +39,10 @@ func (d *Datasource) facts(ctx context.Context, id string) (data.Frames, error) 
 	switch {
 	case pick == nil:
 		notices = append(notices, info("no facts yet: none of the pager's newest pages has its facts read"))
-	case f == nil && pick.Severity != "page":
-		notices = append(notices, info(fmt.Sprintf("incident %s has no facts: only pages get their facts read, and this is a %s", pick.ID, pick.Severity)))
+	case f == nil && pick.Severity != "page" && pick.Severity != "ticket":
+		notices = append(notices, info(fmt.Sprintf("incident %s has no facts: only pages and tickets get their facts read, and this is a %s", pick.ID, pick.Severity)))
 	case f == nil:
-		notices = append(notices, info(fmt.Sprintf("incident %s has no facts yet: the pager reads them when the page fires", pick.ID)))
+		notices = append(notices, info(fmt.Sprintf("incident %s has no facts yet: the pager reads them when the %s fires", pick.ID, pick.Severity)))
 	default:
 		for _, e := range f.Errors {
 			notices = append(notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: "not read: " + e})

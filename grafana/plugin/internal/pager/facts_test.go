@@ -20,7 +20,9 @@ func ptr(f float64) *float64 { return &f }
 var fired = time.Date(2026, 12, 1, 3, 12, 0, 0, time.UTC)
 
 // factsIncidents are the pager's first page of incidents, newest first: a
-// page whose facts are not read yet, a page with its facts, and a ticket;
+// page whose facts are not read yet, a page with its facts, a ticket whose
+// facts are not read yet, and an alert of a severity the pager does not
+// diagnose;
 // and an older page past the first page, whose facts were read in part.
 func factsIncidents() (list []incident.Incident, older incident.Incident) {
 	withFacts := incident.Incident{
@@ -50,6 +52,7 @@ func factsIncidents() (list []incident.Incident, older incident.Incident) {
 		{ID: "p2-1", AlertName: "LLMGatewayStreamLatencyBudgetBurn", Severity: "page", Status: "firing", StartsAt: fired.Add(time.Hour)},
 		withFacts,
 		{ID: "t1-1", AlertName: "LLMGatewayStreamLatencyBudgetBurn", Severity: "ticket", Status: "resolved", StartsAt: fired.Add(-time.Hour)},
+		{ID: "i1-1", AlertName: "SomethingToKnow", Severity: "info", Status: "resolved", StartsAt: fired.Add(-2 * time.Hour)},
 	}
 	older = incident.Incident{ID: "p0-1", Severity: "page", Status: "resolved", StartsAt: fired.Add(-30 * 24 * time.Hour),
 		Facts: &incident.Facts{Pair: -1, Heap: &incident.HeapChange{Error: "no delta profile from before the burn"},
@@ -209,11 +212,11 @@ func TestFactsReadInPart(t *testing.T) {
 }
 
 // An incident without facts is four empty frames and a notice that says
-// so, not an error: a page not read yet, and a ticket, whose facts are
-// never read.
+// so, not an error: a page and a ticket not read yet, and an info alert,
+// whose facts are never read.
 func TestAnIncidentWithoutFacts(t *testing.T) {
 	ds := newDS(t, factsPager(t).URL)
-	for id, want := range map[string]string{"p2-1": "no facts yet", "t1-1": "only pages"} {
+	for id, want := range map[string]string{"p2-1": "no facts yet", "t1-1": "when the ticket fires", "i1-1": "only pages and tickets"} {
 		fs := frames(t, factsQuery(t, ds, id))
 		for name, f := range fs {
 			if rows(f) != 0 {

@@ -10,19 +10,30 @@ import (
 // fired (page over ticket), how long after the fault began it first fired
 // at that severity, how long after the fault ended its last alert
 // resolved, and the share of the period's error budget spent by the time
-// it fired. A nil time is "never": not detected, or still firing when the
-// run ended.
+// it fired; and when it first ticketed and first paged, which for a slow
+// burn are a lead time apart. A nil time is "never": not detected, or
+// still firing when the run ended.
 type Outcome struct {
-	Detected    string
-	Detection   *time.Duration
-	Reset       *time.Duration
-	BudgetSpent *float64
+	Detected               string
+	Detection              *time.Duration
+	Reset                  *time.Duration
+	BudgetSpent            *float64
+	FirstTicket, FirstPage *time.Duration
 }
 
 // outcome reads an Outcome from firing spans. bad(a, b) is the share of
 // the period's budget spent between two times.
 func outcome(spans []Span, start, faultEnd time.Duration, bad func(a, b time.Duration) float64) Outcome {
 	o := Outcome{Detected: "nothing"}
+	for _, s := range spans {
+		first := &o.FirstTicket
+		if s.Severity == scenario.Page {
+			first = &o.FirstPage
+		}
+		if d := s.From - start; s.From >= start && (*first == nil || d < **first) {
+			*first = &d
+		}
+	}
 	for _, sev := range []string{scenario.Page, scenario.Ticket} {
 		for _, s := range spans {
 			if s.Severity == sev && s.From >= start && (o.Detection == nil || s.From-start < *o.Detection) {

@@ -86,10 +86,30 @@ func Incidents(w Windows, budgets map[string]float64) ([]Incident, error) {
 			Phases: []scenario.Step{{Share: 20 * lat}}, Duration: 2 * time.Minute},
 		Incident{Name: "slow-burn", What: fmt.Sprintf("a 2x burn for a tenth of the period (%s)", dur(w.Period/10)), SLO: scenario.StreamLatency,
 			Phases: []scenario.Step{{Share: 2 * lat}}, Duration: w.Period / 10},
+		writeup(w, lat),
 		Incident{Name: HealthyName, What: fmt.Sprintf("no fault for a week of 30 days (%s): bad streams at random, %gx on average", dur(scale7d(w)), Background),
 			SLO: scenario.StreamLatency, Phases: []scenario.Step{{Share: Background * lat}}, Duration: scale7d(w), Healthy: true},
 	)
 	return out, nil
+}
+
+// writeupSteps is how many steps the write-up's climb takes: an hour each
+// in 30 days.
+const writeupSteps = 72
+
+// writeup is the write-up's own incident: "p99 had quietly climbed from
+// 180 ms to 580 ms over three days". The share of streams that breach (the
+// long generations, whose O(n²) transcript crosses 600 ms as they grow)
+// climbs in even steps from none to 1 %, the write-up's 10x, over three
+// days of 30 (a tenth of the period), and then the fix ends it.
+func writeup(w Windows, budget float64) Incident {
+	days3 := w.Period / 10
+	in := Incident{Name: "writeup", SLO: scenario.StreamLatency, Duration: days3,
+		What: fmt.Sprintf("the write-up's three days: the share of streams that breach climbs in %d steps from none to 10x the budget over a tenth of the period (%s)", writeupSteps, dur(days3))}
+	for i := range writeupSteps {
+		in.Phases = append(in.Phases, scenario.Step{After: days3 * time.Duration(i) / writeupSteps, Share: 10 * budget * float64(i+1) / writeupSteps})
+	}
+	return in
 }
 
 func scale7d(w Windows) time.Duration {

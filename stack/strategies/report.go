@@ -23,14 +23,18 @@ type cellJSON struct {
 	ResetS            *float64     `json:"reset_s"`
 	BudgetSpent       *float64     `json:"budget_spent"`
 	FalsePagesPerWeek float64      `json:"false_pages_per_week"`
+	FirstTicketS      *float64     `json:"first_ticket_s"`
+	FirstPageS        *float64     `json:"first_page_s"`
 	Expected          expectedJSON `json:"expected"`
 }
 
 type expectedJSON struct {
-	Detected    string   `json:"detected"`
-	DetectionS  *float64 `json:"detection_s"`
-	ResetS      *float64 `json:"reset_s"`
-	BudgetSpent *float64 `json:"budget_spent"`
+	Detected     string   `json:"detected"`
+	DetectionS   *float64 `json:"detection_s"`
+	ResetS       *float64 `json:"reset_s"`
+	BudgetSpent  *float64 `json:"budget_spent"`
+	FirstTicketS *float64 `json:"first_ticket_s"`
+	FirstPageS   *float64 `json:"first_page_s"`
 }
 
 func seconds(d *time.Duration) *float64 {
@@ -49,8 +53,10 @@ func (t Table) WriteJSON(w io.Writer) error {
 			Windows: c.Windows, Strategy: c.Strategy, Incident: c.Incident, Traffic: c.Traffic,
 			Detected: c.Measured.Detected, DetectionS: seconds(c.Measured.Detection), ResetS: seconds(c.Measured.Reset),
 			BudgetSpent: c.Measured.BudgetSpent, FalsePagesPerWeek: c.FalsePagesPerWeek,
+			FirstTicketS: seconds(c.Measured.FirstTicket), FirstPageS: seconds(c.Measured.FirstPage),
 			Expected: expectedJSON{Detected: c.Expected.Detected, DetectionS: seconds(c.Expected.Detection),
-				ResetS: seconds(c.Expected.Reset), BudgetSpent: c.Expected.BudgetSpent},
+				ResetS: seconds(c.Expected.Reset), BudgetSpent: c.Expected.BudgetSpent,
+				FirstTicketS: seconds(c.Expected.FirstTicket), FirstPageS: seconds(c.Expected.FirstPage)},
 		}); err != nil {
 			return err
 		}
@@ -165,11 +171,25 @@ func (t Table) cell(windows, strategy, incident, traffic string) Cell {
 	return Cell{}
 }
 
+// detection is the severity and time of the first detection; a ticket
+// that came before the page is shown before it, since its lead is the
+// point of a ticket.
 func detection(o Outcome) string {
 	if o.Detection == nil {
 		return "—"
 	}
+	if led, ok := lead(o); ok {
+		return fmt.Sprintf("T %s, P %s (%s lead)", short(*o.FirstTicket), short(*o.FirstPage), short(led))
+	}
 	return fmt.Sprintf("%s %s", strings.ToUpper(o.Detected[:1]), short(*o.Detection))
+}
+
+// lead is how long a ticket came before the page, when one did.
+func lead(o Outcome) (time.Duration, bool) {
+	if o.FirstTicket == nil || o.FirstPage == nil || *o.FirstTicket >= *o.FirstPage {
+		return 0, false
+	}
+	return *o.FirstPage - *o.FirstTicket, true
 }
 
 func reset(o Outcome) string {
@@ -197,9 +217,13 @@ func short(d time.Duration) string {
 	return dur(d)
 }
 
+// Shipped is the key of the strategy burnlab ships: Sloth's rules.
+const Shipped = "6-multiwindow"
+
 // WriteMarkdown writes one window table's detection table in Markdown:
 // each cell the severity and time measured, the expected in brackets, and
-// a last row of false pages in the healthy week.
+// a last row of false pages in the healthy week; then, for each incident
+// the shipped rules ticketed before they paged, the lead in words.
 func (t Table) WriteMarkdown(w io.Writer, windows string) error {
 	ss := t.Strategies[windows]
 	var b strings.Builder
@@ -219,6 +243,15 @@ func (t Table) WriteMarkdown(w io.Writer, windows string) error {
 			fmt.Fprintf(&b, " %s [%s] |", detection(c.Measured), detection(c.Expected))
 		}
 		b.WriteString("\n")
+	}
+	sep := "\n"
+	for _, row := range t.rows(windows) {
+		o := t.cell(windows, Shipped, row[0], row[1]).Measured
+		if led, ok := lead(o); ok {
+			fmt.Fprintf(&b, "%s- **%s** at %s traffic: the shipped rules open a ticket %s after it began and page %s after, %s later.\n",
+				sep, row[0], row[1], short(*o.FirstTicket), short(*o.FirstPage), short(led))
+			sep = ""
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

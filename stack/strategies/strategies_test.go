@@ -138,6 +138,49 @@ func TestExpectIsTheWorkbooksArithmetic(t *testing.T) {
 	}
 }
 
+// The write-up's three days tickets before it pages, by the arithmetic of
+// its staircase: in hour i the burn is 10(i+1)/72. The 3d/6h ticket at 1x
+// reads the mean since a clean start, (10/72)·h(h+1)/2 over 72 h, which
+// passes 1 at h(h+1) = 1036.8: h = 31.7 h. The 6h/30m page at 6x needs the
+// 30-minute burn over 6x (hour 43 on, 6.11x) and the 6-hour mean over it,
+// which comes at 45.7 h. So the ticket leads the page by 14 h.
+func TestTheWriteupTicketsBeforeItPages(t *testing.T) {
+	spec, o := load(t, scenario.StreamLatency)
+	w := Production()
+	ss, err := All(context.Background(), slothBin(t), spec, o, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := writeup(w, o.Budget)
+	if in.Duration != 72*time.Hour || len(in.Phases) != writeupSteps || in.Share(71*time.Hour) != 10*o.Budget {
+		t.Fatalf("the write-up's incident: %s over %d steps, ending at a share of %g: want 72h, %d steps, %g", in.Duration, len(in.Phases), in.Share(71*time.Hour), writeupSteps, 10*o.Budget)
+	}
+	start := w.Longest()
+	var shipped Strategy
+	for _, s := range ss {
+		if s.Key == Shipped {
+			shipped = s
+		}
+	}
+	got := Expect(shipped, in, o.Budget, w.Period, start, start+in.Duration+w.Longest(), time.Minute)
+	hours := func(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }
+	for _, c := range []struct {
+		what string
+		at   *time.Duration
+		want time.Duration
+	}{{"ticket", got.FirstTicket, hours(31.7)}, {"page", got.FirstPage, hours(45.7)}} {
+		if c.at == nil || absDur(*c.at-c.want) > 3*time.Minute {
+			t.Errorf("the shipped rules' first %s at %s, the arithmetic says %s", c.what, ptr(c.at), c.want)
+		}
+	}
+	if led, ok := lead(got); !ok || absDur(led-14*time.Hour) > 5*time.Minute {
+		t.Errorf("the ticket's lead: %s (%v), want 14h", led, ok)
+	}
+	if d := detection(got); !strings.HasPrefix(d, "T 1d7h4") || !strings.Contains(d, ", P 1d21h4") || !strings.HasSuffix(d, "(14h lead)") {
+		t.Errorf("the cell reads %q, want the ticket, the page and the lead", d)
+	}
+}
+
 func ptr(d *time.Duration) string {
 	if d == nil {
 		return "never"

@@ -118,7 +118,7 @@ func All(ctx context.Context, slothBin string, spec Spec, slo SLO, w Windows) ([
 	for _, p := range w.Pairs {
 		mw = append(mw, Condition{Severity: p.Severity, Windows: []time.Duration{p.Short, p.Long}, Threshold: p.Factor, Strict: true})
 	}
-	out = append(out, Strategy{Key: "6-multiwindow", Title: "6. multiwindow, multi-burn-rate (shipped)",
+	out = append(out, Strategy{Key: Shipped, Title: "6. multiwindow, multi-burn-rate (shipped)",
 		Source:     "workbook approach 6, as burnlab ships it: Sloth's rules generated from " + spec.Path,
 		Conditions: mw, Groups: sloth})
 	return out, nil

@@ -40,6 +40,8 @@ func drawScaling(path string, rep *benchproxy.ScalingReport) error {
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 		p.Legend.Top, p.Legend.Left = true, true
+		p.Legend.YOffs, p.Legend.XOffs = -vg.Points(8), vg.Points(8)
+		p.Title.Padding = vg.Points(8)
 		for _, b := range rep.Builds {
 			var pts plotter.XYs
 			for _, pt := range b.Points {
@@ -64,6 +66,11 @@ func drawScaling(path string, rep *benchproxy.ScalingReport) error {
 			law.XMin, law.XMax = pts[0].X, pts[len(pts)-1].X
 			p.Add(sc, law)
 			p.Legend.Add(fmt.Sprintf("%s: n^%.2f (R² %.3f)", b.Variant, exp, r2), sc, law)
+			// The axes hold the fitted lines' ends as well as the points.
+			for _, x := range []float64{law.XMin, law.XMax} {
+				y := law.F(x)
+				p.Y.Min, p.Y.Max = math.Min(p.Y.Min, y/1.2), math.Max(p.Y.Max, y*1.2)
+			}
 		}
 		row = append(row, p)
 	}

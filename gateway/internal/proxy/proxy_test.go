@@ -46,7 +46,7 @@ type keptTranscript struct {
 
 func (k *keptTranscript) Release() {
 	k.mu.Lock()
-	k.kept = k.Fixed.String()
+	k.kept = k.String()
 	k.mu.Unlock()
 	k.Fixed.Release()
 }

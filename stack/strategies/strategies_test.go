@@ -87,20 +87,28 @@ func TestProductionIsSlothsTable(t *testing.T) {
 // a clean history fires a window W with threshold k at W·k/b and resets
 // W·(1 − k/b) after the fault ends; a multiwindow pair is its long
 // window's to fire and its short window's to reset.
-func TestExpectIsTheWorkbooksArithmetic(t *testing.T) {
+// productionStrategies are every strategy of the stream-latency SLO under
+// the production windows, by key.
+func productionStrategies(t *testing.T) (SLO, Windows, map[string]Strategy) {
+	t.Helper()
 	spec, o := load(t, scenario.StreamLatency)
 	w := Production()
 	ss, err := All(context.Background(), slothBin(t), spec, o, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const b = 10.0
-	in := Incident{Name: "constant", SLO: o.Name, Phases: []scenario.Step{{Share: b * o.Budget}}, Duration: 12 * time.Hour}
-	start, end := w.Longest(), w.Longest()+in.Duration+w.Longest()+2*time.Hour
 	byKey := map[string]Strategy{}
 	for _, s := range ss {
 		byKey[s.Key] = s
 	}
+	return o, w, byKey
+}
+
+func TestExpectIsTheWorkbooksArithmetic(t *testing.T) {
+	o, w, byKey := productionStrategies(t)
+	const b = 10.0
+	in := Incident{Name: "constant", SLO: o.Name, Phases: []scenario.Step{{Share: b * o.Budget}}, Duration: 12 * time.Hour}
+	start, end := w.Longest(), w.Longest()+in.Duration+w.Longest()+2*time.Hour
 	hours := func(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }
 	for _, tc := range []struct {
 		strategy       string
@@ -145,24 +153,13 @@ func TestExpectIsTheWorkbooksArithmetic(t *testing.T) {
 // 30-minute burn over 6x (hour 43 on, 6.11x) and the 6-hour mean over it,
 // which comes at 45.7 h. So the ticket leads the page by 14 h.
 func TestTheWriteupTicketsBeforeItPages(t *testing.T) {
-	spec, o := load(t, scenario.StreamLatency)
-	w := Production()
-	ss, err := All(context.Background(), slothBin(t), spec, o, w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, w, byKey := productionStrategies(t)
 	in := writeup(w, o.Budget)
 	if in.Duration != 72*time.Hour || len(in.Phases) != writeupSteps || in.Share(71*time.Hour) != 10*o.Budget {
 		t.Fatalf("the write-up's incident: %s over %d steps, ending at a share of %g: want 72h, %d steps, %g", in.Duration, len(in.Phases), in.Share(71*time.Hour), writeupSteps, 10*o.Budget)
 	}
 	start := w.Longest()
-	var shipped Strategy
-	for _, s := range ss {
-		if s.Key == Shipped {
-			shipped = s
-		}
-	}
-	got := Expect(shipped, in, o.Budget, w.Period, start, start+in.Duration+w.Longest(), time.Minute)
+	got := Expect(byKey[Shipped], in, o.Budget, w.Period, start, start+in.Duration+w.Longest(), time.Minute)
 	hours := func(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }
 	for _, c := range []struct {
 		what string

@@ -281,13 +281,12 @@ func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, c
 		r.fired = append(r.fired, w.firedAfter(a))
 		say("FIRED %s: %s", a, w.firedAfter(a))
 	}
-	// A stream-latency page or ticket of a fixed build tells its story,
-	// and its heap verdict is that the gateway's heap did not change:
-	// every fault here is the upstream's. The creep's ticket is the
-	// write-up's earlier chance, diagnosed as a page is.
+	// A stream-latency page of a fixed build tells its story, and its
+	// heap verdict is that the gateway's heap did not change: every fault
+	// here is the upstream's.
 	var pages []string
 	for _, a := range sc.Fires {
-		if a.SLO != scenario.StreamLatency {
+		if a.SLO != scenario.StreamLatency || a.Severity != scenario.Page {
 			continue
 		}
 		id, err := tellsItsStory(ctx, l, a, say)
@@ -396,7 +395,7 @@ func printMatrix(w io.Writer, rs []*result) {
 	_ = tw.Flush() // stdout and a buffer
 }
 
-// tellsItsStory finds the firing page or ticket of a in the pager, holds its
+// tellsItsStory finds the firing page of a in the pager, holds its
 // story to a fixed build's (the pair that fired, the budget, real slow
 // requests, and a heap that did not change) and its notifications to it,
 // and returns its ID.
@@ -415,18 +414,13 @@ func tellsItsStory(ctx context.Context, l *Lab, a scenario.Alert, say func(strin
 		}
 		told, err := story.Check("", l.Log(Gateway))
 		if err != nil {
-			return "", fmt.Errorf("the %s's story: %w", a.Severity, err)
+			return "", fmt.Errorf("the page's story: %w", err)
 		}
 		for _, line := range told {
-			say("%s %s", strings.ToUpper(a.Severity), line)
+			say("PAGE %s", line)
 		}
 		if err := l.CheckPage(story); err != nil {
 			return "", err
-		}
-		if a.Severity != scenario.Page {
-			// Alertmanager's template renders pages' messages; a
-			// ticket's story is the pager's, checked above.
-			return inc.ID, nil
 		}
 		note, err := l.Notification(ctx, l.cfg.Root, a.SLO, story)
 		if err != nil {

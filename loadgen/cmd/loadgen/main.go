@@ -73,8 +73,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rate := fs.Float64("rate", 0, "streams started per second (default: the shape's)")
 	duration := fs.Duration("duration", time.Minute, "how long to start streams; 0 runs until stopped")
 	ramp := fs.Duration("ramp", 0, "raise the rate linearly from 0 over this long")
-	delay := fs.Duration("start-delay", 0, "wait this long before anything reaches the gateway, calibration included "+
-		"(compose: the pager's rolling heap profiles then hold the idle gateway, the \"before\" of an incident that starts with the load)")
+	delay := fs.Duration("start-delay", 0, "wait this long before the load starts, after the calibration if one runs "+
+		"(compose: the pager's rolling heap profiles then hold the idle gateway, the \"before\" of an incident that starts with the load, "+
+		"not the calibration's long streams)")
 	maxInFlight := fs.Int("max-inflight", 256, "most concurrent streams; starts beyond it are dropped and counted")
 	shardFlag := fs.String("shard", "", "send only shard i/N of the schedule (/N: i from "+load.JobIndexEnv+", a Kubernetes Indexed Job's); N shards together send the whole")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up a stream after this long")
@@ -100,17 +101,17 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *delay < 0 {
 		return fmt.Errorf("-start-delay %s: want 0 or more", *delay)
 	}
+	if *calibrateMissing {
+		if err := calibrateIfMissing(ctx, log, *target, keys.Probe, *shapePath, stdout); err != nil {
+			return err
+		}
+	}
 	if *delay > 0 {
-		log.Info().Dur("start_delay", *delay).Msg("waiting before the first stream")
+		log.Info().Dur("start_delay", *delay).Msg("waiting before the load's first stream")
 		select {
 		case <-time.After(*delay):
 		case <-ctx.Done():
 			return nil
-		}
-	}
-	if *calibrateMissing {
-		if err := calibrateIfMissing(ctx, log, *target, keys.Probe, *shapePath, stdout); err != nil {
-			return err
 		}
 	}
 	sh, calibrated, err := shape.LoadOrDefault(*shapePath)

@@ -218,10 +218,11 @@ func heapInuse(ctx context.Context, admin string) (uint64, error) {
 
 // afterGC forces a garbage collection in a Go server (pprof's heap profile
 // with gc=1) and then reads one unlabelled metric from its /metrics. The
-// collection also makes the runtime's allocation counter exact: each P
-// counts a span's free slots as allocated when it takes the span, and
-// settles the count when it gives the span back, which every P does at a
-// collection.
+// collection also settles the runtime's allocation counter: a P adds what
+// it allocated from a cached span when it gives the span back, which every
+// P does at a collection. What the profile and /metrics allocate after it
+// waits for the next reading, about the same each time, which is what
+// ScalingReport's ProbeBytes measures and takes off.
 func afterGC(ctx context.Context, admin, metric string) (float64, error) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	for _, path := range []string{"/debug/pprof/heap?gc=1", "/metrics"} {

@@ -57,6 +57,8 @@ func TestScalingConfigValidate(t *testing.T) {
 		"no root":         func(c *ScalingConfig) { c.Root = "" },
 		"no build":        func(c *ScalingConfig) { c.Builds = nil },
 		"unknown build":   func(c *ScalingConfig) { c.Builds = []string{"gateway-fixed"} },
+		"a build twice":   func(c *ScalingConfig) { c.Builds = []string{"fixed", "fixed"} },
+		"a huge size":     func(c *ScalingConfig) { c.Sizes = []int{1, 2, MaxScalingEvents + 1} },
 		"two sizes":       func(c *ScalingConfig) { c.Sizes = []int{1, 2, 2} },
 		"a zero size":     func(c *ScalingConfig) { c.Sizes = []int{0, 2, 4} },
 		"no stream":       func(c *ScalingConfig) { c.MinStreams = 0 },

@@ -103,6 +103,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *calibrateMissing {
 		if err := calibrateIfMissing(ctx, log, *target, keys.Probe, *shapePath, stdout); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while calibrating: a clean stop, as during the delay
+			}
 			return err
 		}
 	}

@@ -325,8 +325,11 @@ type Accepted struct {
 
 // Diagnosed says whether the pager diagnoses alerts of a severity: pages,
 // and tickets, the slow burns that come a day before a page would (the
-// write-up's three days): each gets a profile, facts and a heap verdict.
-// Other severities are kept and listed, not diagnosed.
+// write-up's three days): each gets a profile when it fires and after it
+// resolves, and its facts. The facts' heap verdict needs a delta profile
+// from before the burn, and the pager keeps the last -delta-keep of them
+// (20 minutes by default): a ticket whose burn began longer ago says it
+// has none. Other severities are kept and listed, not diagnosed.
 func Diagnosed(severity string) bool { return severity == "page" || severity == "ticket" }
 
 // AddNotification appends the payload's new alerts and fsyncs them before

@@ -55,7 +55,10 @@ func (o options) config(log io.Writer) (benchproxy.ScalingConfig, error) {
 	if _, err := os.Stat(filepath.Join(root, "go.work")); err != nil {
 		return benchproxy.ScalingConfig{}, errors.New("run scaling from the repository root (make scaling), or give -root")
 	}
-	builds := strings.Split(o.builds, ",")
+	var builds []string
+	for _, b := range strings.Split(o.builds, ",") {
+		builds = append(builds, strings.TrimSpace(b))
+	}
 	for _, g := range o.gated() {
 		if !slices.Contains(builds, g) {
 			return benchproxy.ScalingConfig{}, fmt.Errorf("-gate %s: not among -builds %s", g, o.builds)

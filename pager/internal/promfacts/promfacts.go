@@ -190,6 +190,17 @@ func (c *Client) Facts(ctx context.Context, a Alert) incident.Facts {
 			f.Errors = append(f.Errors, "the slowest requests: "+err.Error())
 		}
 		f.Slowest = slowest
+		// The SLI counts a stream when it ends, so a slow stream counted
+		// in the burn began its duration earlier, with the fault already
+		// there: the burn began no later than the earliest such start.
+		// Without this a burn of long streams (the regression's take
+		// seconds) seems to begin seconds after its load did, and the heap
+		// profile "before" it is one of the burn's own.
+		for _, e := range slowest {
+			if began := e.At.Add(-time.Duration(e.Seconds * float64(time.Second))); !e.At.IsZero() && began.Before(f.BurnFrom) {
+				f.BurnFrom = began
+			}
+		}
 	}
 	return f
 }

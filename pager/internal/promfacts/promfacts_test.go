@@ -55,6 +55,30 @@ func TestNoDataIsNullAndTheSlowestPairIsChosen(t *testing.T) {
 	}
 }
 
+// A slow stream is counted when it ends: the burn began no later than the
+// earliest start of the slow streams counted in it, though the burn's
+// windows first show it then, so the heap's "before" profile is taken
+// before those streams ran.
+func TestTheBurnBeganWhenItsSlowStreamsDid(t *testing.T) {
+	prom := promfactstest.New(t)
+	prom.Set("ratio_rate2m{", "") // no short window: the long window's reach, 4m, is the guess
+	prom.Set("ratio_rate4m{", "2")
+	prom.Exemplars([]promfactstest.Exemplar{
+		{RequestID: "long", Tenant: "acme", Seconds: 11, At: start.Add(-4*time.Minute + 5*time.Second)},
+		{RequestID: "short", Tenant: "acme", Seconds: 1, At: start.Add(-time.Minute)},
+	})
+	c, err := New(prom.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := alert()
+	a.Exemplars = `gateway_stream_duration_seconds_bucket{route="stream"}`
+	f := c.Facts(context.Background(), a)
+	if want := start.Add(-4*time.Minute - 6*time.Second); !f.BurnFrom.Equal(want) || len(f.Slowest) != 2 {
+		t.Errorf("the burn began at %s (%d slowest), want %s: when the 11 s stream that ended 5 s into the long window began", f.BurnFrom, len(f.Slowest), want)
+	}
+}
+
 // The budget's edge cases, in words: nothing left, a burn of 0, and no
 // figure at all.
 func TestTheBudgetSaysWhenItDoesNotRunOut(t *testing.T) {

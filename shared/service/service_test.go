@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"burnlab/shared/freeport"
 )
 
 func TestEnvFillsOnlyWhatTheCommandLineLeftOut(t *testing.T) {
@@ -49,9 +51,7 @@ func TestNewLoggerLevels(t *testing.T) {
 }
 
 func TestServeDrainsAndReportsListenErrors(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeport.ForTest(t)
 	started := make(chan struct{})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)

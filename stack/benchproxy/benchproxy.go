@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"burnlab/shared/freeport"
 	"burnlab/stack/results"
 )
 
@@ -207,9 +208,13 @@ func servers(ctx context.Context, cfg Config, say func(string, ...any), m *Machi
 		return nil, nil, fmt.Errorf("bench-proxy: %w", err)
 	}
 	var procs []*proc
+	var ports []freeport.Port
 	stop = func() {
 		for _, p := range slices.Backward(procs) {
 			p.stop()
+		}
+		for _, p := range ports {
+			p.Release()
 		}
 		os.RemoveAll(dir)
 	}
@@ -217,7 +222,7 @@ func servers(ctx context.Context, cfg Config, say func(string, ...any), m *Machi
 		stop()
 		return nil, nil, fmt.Errorf("bench-proxy: %w", err)
 	}
-	if targets, err = startAll(ctx, cfg, dir, say, &procs, m); err != nil {
+	if targets, err = startAll(ctx, cfg, dir, say, &procs, &ports, m); err != nil {
 		stop()
 		return nil, nil, err
 	}
@@ -225,8 +230,9 @@ func servers(ctx context.Context, cfg Config, say func(string, ...any), m *Machi
 }
 
 // startAll builds the Go servers and starts the upstream and every target,
-// appending each process to procs as it starts so the caller stops it.
-func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...any), procs *[]*proc, m *Machine) ([]*target, error) {
+// appending each process to procs as it starts so the caller stops it, and
+// each port it picks to ports so the caller releases it.
+func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...any), procs *[]*proc, ports *[]freeport.Port, m *Machine) ([]*target, error) {
 	bin := func(name string) string { return filepath.Join(dir, "bin", name) }
 	builds := [][3]string{{"bench-upstream", "./stack/cmd/bench-upstream", ""}}
 	for _, t := range cfg.Targets {
@@ -248,11 +254,12 @@ func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...a
 	addrs := func(n int) ([]string, error) {
 		var as []string
 		for range n {
-			a, err := freeAddr()
+			p, err := freeport.Pick()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("bench-proxy: %w", err)
 			}
-			as = append(as, a)
+			*ports = append(*ports, p)
+			as = append(as, p.Addr)
 		}
 		return as, nil
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -206,15 +205,4 @@ func ticksCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	return time.Duration(u+s) * 10 * time.Millisecond, nil
-}
-
-// freeAddr picks an unused loopback port. Another process could take it
-// before the server binds it; the server then fails to start and says so.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

@@ -95,10 +95,7 @@ func testRegression(t *testing.T, ctx context.Context, root, bin, replay string,
 	if err := os.CopyFS(own, os.DirFS(bin)); err != nil {
 		t.Fatal(err)
 	}
-	addrs, err := FreeAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	addrs := freeAddrs(t)
 	l, err := Start(ctx, Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Variant: variant.Baseline, Log: os.Stdout, NoLoad: true, Bin: own})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,21 +53,6 @@ type Addrs struct {
 func DefaultAddrs() Addrs {
 	return Addrs{GatewayPublic: "127.0.0.1:8080", GatewayAdmin: "127.0.0.1:6060", Upstream: "127.0.0.1:8081",
 		LoadgenAdmin: "127.0.0.1:6061", Pager: "127.0.0.1:5001", Prometheus: "127.0.0.1:9090", Alertmanager: "127.0.0.1:9093"}
-}
-
-// FreeAddrs picks unused loopback ports, for tests beside a running lab.
-func FreeAddrs() (Addrs, error) {
-	var ports [7]string
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return Addrs{}, err
-		}
-		defer ln.Close()
-		ports[i] = ln.Addr().String()
-	}
-	return Addrs{GatewayPublic: ports[0], GatewayAdmin: ports[1], Upstream: ports[2], LoadgenAdmin: ports[3],
-		Pager: ports[4], Prometheus: ports[5], Alertmanager: ports[6]}, nil
 }
 
 // replacements maps each compose address in the config files to its lab

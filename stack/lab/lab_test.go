@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"burnlab/shared/freeport"
 	"burnlab/shared/scenario"
 )
 
@@ -20,10 +21,7 @@ import (
 // but the compose addresses, and must leave none of them behind.
 func TestRenderChangesOnlyAddresses(t *testing.T) {
 	root, _ := filepath.Abs("../..")
-	addrs, err := FreeAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	addrs := freeAddrs(t)
 	for _, windows := range []string{"lab", "production"} {
 		cfg := Config{Root: root, Dir: t.TempDir(), Addrs: addrs, Windows: windows}
 		if err := cfg.defaults(); err != nil {
@@ -72,10 +70,7 @@ func TestChecksFailWhenThePagerOrPrometheusCannotBeRead(t *testing.T) {
 		http.Error(w, "down", http.StatusInternalServerError)
 	}))
 	defer broken.Close()
-	dead, err := FreeAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead := freeAddrs(t)
 	erring := dead
 	erring.Pager = strings.TrimPrefix(broken.URL, "http://")
 	erring.Prometheus = erring.Pager
@@ -139,10 +134,7 @@ func TestWatchFlagsWhatTheScenarioDoesNotAllow(t *testing.T) {
 	if err := w.poll(); err == nil {
 		t.Fatal("an unreadable pager must fail the poll")
 	}
-	dead, err := FreeAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead := freeAddrs(t)
 	if err := newWatch(&Lab{Probe: Probe{dead}}, sc).poll(); err == nil {
 		t.Fatal("nothing listening must fail the poll")
 	}
@@ -260,4 +252,11 @@ func TestOkDeltasReadsThePagersCounter(t *testing.T) {
 	if _, err := okDeltas(ctx, other.URL); err == nil {
 		t.Fatal("a /metrics without the series read as no error")
 	}
+}
+
+// freeAddrs picks the lab's ports for a test beside a running lab.
+func freeAddrs(t testing.TB) Addrs {
+	p := freeport.ForTest
+	return Addrs{GatewayPublic: p(t), GatewayAdmin: p(t), Upstream: p(t), LoadgenAdmin: p(t),
+		Pager: p(t), Prometheus: p(t), Alertmanager: p(t)}
 }

@@ -131,7 +131,7 @@ func TestScenarios(t *testing.T) {
 		r := &result{name: sc.Name, build: sc.Build, expected: sc.Expected()}
 		outcomes = append(outcomes, r)
 		dir := t.TempDir()
-		l, err := Start(ctx, Config{Root: root, Dir: dir, Addrs: mustFreeAddrs(t), Variant: sc.Build, Shape: shape, Log: io.Discard, Bin: bin, NoLoad: true})
+		l, err := Start(ctx, Config{Root: root, Dir: dir, Addrs: freeAddrs(t), Variant: sc.Build, Shape: shape, Log: io.Discard, Bin: bin, NoLoad: true})
 		if err != nil {
 			t.Fatalf("%s: %v", sc.Name, err)
 		}
@@ -212,14 +212,6 @@ func TestScenarios(t *testing.T) {
 			t.Error(err)
 		}
 	}
-}
-
-func mustFreeAddrs(t *testing.T) Addrs {
-	a, err := FreeAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 // runScenario: warm up, inject, see the alerts fire everywhere, hold the

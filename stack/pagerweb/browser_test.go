@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"burnlab/shared/freeport"
 	"burnlab/shared/incident"
 )
 
@@ -80,7 +80,7 @@ func TestPagerWebInABrowser(t *testing.T) {
 	admin.Store(&gw.admin)
 	gw.streams(ctx, t, 6)
 
-	pagerAddr := freeAddr(t)
+	pagerAddr := freeport.ForTest(t)
 	pagerURL := "http://" + pagerAddr
 	stopPager := run(ctx, t, "pager", filepath.Join(bin, "pager"), "-listen", pagerAddr, "-data", t.TempDir(),
 		"-profile-url", profiles.URL+"/debug/pprof/allocs", "-external-url", pagerURL)
@@ -216,16 +216,6 @@ func build(ctx context.Context, t *testing.T, out, pkg, tags string) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // run starts a process whose output goes to the test's log on failure, and
 // returns what stops it: SIGTERM, then SIGKILL after 10 s.
 func run(ctx context.Context, t *testing.T, name string, args ...string) (stop func()) {
@@ -295,7 +285,7 @@ type gateway struct {
 
 func startGateway(ctx context.Context, t *testing.T, binary, up string) *gateway {
 	t.Helper()
-	g := &gateway{public: freeAddr(t), admin: freeAddr(t)}
+	g := &gateway{public: freeport.ForTest(t), admin: freeport.ForTest(t)}
 	g.stop = run(ctx, t, filepath.Base(binary), binary, "-listen", g.public, "-admin", g.admin, "-upstream", up,
 		"-tenants", "k=lab:100000000", "-log-level", "warn", "-drain-grace", "0s")
 	t.Cleanup(g.stop)

@@ -14,21 +14,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"burnlab/shared/freeport"
 	"burnlab/shared/pproftop"
 	"burnlab/shared/syncbuf"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // upstream streams n chunks whose payloads stay inside the write-up's
 // 24–96 characters, so the baseline regexp matches every one. pace delays
@@ -61,7 +52,7 @@ func start(t *testing.T, up string, extra ...string) *gateway {
 // startLogged starts a gateway whose log goes to logs.
 func startLogged(t *testing.T, up string, logs io.Writer, extra ...string) *gateway {
 	t.Helper()
-	g := &gateway{public: freeAddr(t), admin: freeAddr(t), done: make(chan error, 1)}
+	g := &gateway{public: freeport.ForTest(t), admin: freeport.ForTest(t), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.stop = cancel
 	args := append([]string{"-listen", g.public, "-admin", g.admin, "-upstream", up,

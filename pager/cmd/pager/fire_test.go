@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"burnlab/shared/freeport"
 )
 
 // pagerProc is the real pager binary, which the test kills with SIGKILL
@@ -116,7 +118,7 @@ func TestUnderFireWithKill9Restarts(t *testing.T) {
 		kills         = 2
 	)
 	data := t.TempDir()
-	p := startPager(t, buildPager(t), freeAddr(t), data)
+	p := startPager(t, buildPager(t), freeport.ForTest(t), data)
 	deadline := time.Now().Add(30 * time.Second) // the build is not counted: a cold cache is slow
 	base := "http://" + p.addr
 

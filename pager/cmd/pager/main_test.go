@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"burnlab/shared/freeport"
 )
 
 // Nothing acknowledged is lost across kill -9: the real binary, killed
@@ -30,7 +32,7 @@ func TestAcknowledgedNotificationsSurviveKill9(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	data := t.TempDir()
-	addr := freeAddr(t)
+	addr := freeport.ForTest(t)
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "-listen", addr, "-data", data, "-profile-url", "", "-prometheus-url", "", "-log-level", "warn")
 		cmd.Stderr = io.Discard
@@ -117,7 +119,7 @@ func TestTheDeltaSamplerStopsWithThePager(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", freeAddr(t), "-data", t.TempDir(), "-profile-url", gateway.URL + "/debug/pprof/allocs",
+		done <- run(ctx, []string{"-listen", freeport.ForTest(t), "-data", t.TempDir(), "-profile-url", gateway.URL + "/debug/pprof/allocs",
 			"-prometheus-url", "", "-delta-seconds", "5", "-log-level", "error"}, io.Discard)
 	}()
 	select {
@@ -139,15 +141,6 @@ func TestTheDeltaSamplerStopsWithThePager(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("run did not return in 15 s of its context's end")
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func waitReady(t *testing.T, url string) {

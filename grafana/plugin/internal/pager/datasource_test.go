@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"burnlab/shared/freeport"
 	"burnlab/shared/pproftop/pproftoptest"
 
 	"github.com/google/pprof/profile"
@@ -171,9 +171,8 @@ func TestRoundTripThroughThePluginServer(t *testing.T) {
 	defer func(r prometheus.Registerer) { prometheus.DefaultRegisterer = r }(prometheus.DefaultRegisterer)
 	prometheus.DefaultRegisterer = prometheus.NewRegistry()
 	pager := fakePager(t, pproftoptest.HeapProfile(t))
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
+	// The plugin SDK's test server binds the address itself.
+	addr := freeport.ForTest(t)
 	tp, err := datasourcetest.Manage(NewDatasource, datasourcetest.ManageOpts{Address: addr})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -57,10 +58,24 @@ func Write(path string, r Run) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(portable(b.String(), r.Root)), 0o644); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
 	return nil
+}
+
+// portable rewrites the writing machine's own paths in text: the
+// repository's become relative to it, and any under the temporary
+// directory become $TMPDIR/…, so that a results file reads the same
+// whichever checkout wrote it and says nothing of the machine's layout.
+func portable(text, root string) string {
+	if abs, err := filepath.Abs(root); err == nil && abs != "/" {
+		text = strings.ReplaceAll(text, abs+"/", "")
+		// The root itself, but not a longer name that starts with it.
+		text = regexp.MustCompile(regexp.QuoteMeta(abs)+`([^\w./-]|$)`).ReplaceAllString(text, ".$1")
+	}
+	tmp := regexp.MustCompile(regexp.QuoteMeta(filepath.Clean(os.TempDir())) + `/[^\s"'\x60]*`)
+	return tmp.ReplaceAllString(text, "$$TMPDIR/…")
 }
 
 // Revision names the commit checked out at root, "-dirty" when the work

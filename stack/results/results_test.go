@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,57 @@ func TestWriteHeadsTheRunWithWhereItCameFrom(t *testing.T) {
 	if r := Revision(root); !strings.HasSuffix(r, "-dirty") {
 		t.Errorf("revision of a changed tree %q, want -dirty", r)
 	}
+	if err := Write(path, Run{Title: "no date", By: "x"}); err == nil {
+		t.Error("a run without a date was written")
+	}
+}
+
+// A results file names files by their place in the repository and never
+// by the writing machine's paths: a temporary directory's name says
+// nothing to a reader, and the repository's absolute path is the writer's.
+func TestWriteLeavesNoMachinePaths(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(t.TempDir(), "run.md")
+	body := "flags: -sloth=" + filepath.Join(root, "bin", "sloth") + " -root=" + root + "\n" +
+		"lab up in " + filepath.Join(os.TempDir(), "TestScenarios123", "003") + "\n" +
+		"a neighbour: " + root + "2/x\n"
+	if err := Write(path, Run{Title: "A run", By: "x", Root: root, Date: time.Now(), Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{"flags: -sloth=bin/sloth -root=.\n", "lab up in $TMPDIR/…\n", "a neighbour: $TMPDIR/…\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+}
+
+// The saved results obey the same rule.
+func TestSavedResultsHaveNoMachinePaths(t *testing.T) {
+	files, err := filepath.Glob("../../docs/results/*.md")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no saved results: %v", err)
+	}
+	abs := regexp.MustCompile(`(^|[\s=(:'"])/(tmp|home|work|root|Users|var|private)/`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if abs.MatchString(line) {
+				t.Errorf("%s:%d names a machine path: %s", filepath.Base(f), i+1, line)
+			}
+		}
+	}
+}
+
+func TestNoDateIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.md")
 	if err := Write(path, Run{Title: "no date", By: "x"}); err == nil {
 		t.Error("a run without a date was written")
 	}

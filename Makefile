@@ -169,7 +169,7 @@ $(SLOTH_BIN): prometheus/tools/go.mod prometheus/tools/go.sum
 STRATEGIES := cd stack/strategies && GOWORK=off $(GO) run ./cmd/strategies -root ../.. -sloth $(abspath $(SLOTH_BIN))
 .PHONY: strategies
 strategies: $(SLOTH_BIN) ## backtest the SRE workbook's six alerting strategies and two naive ones on every incident (~3 min); SAVE=1 writes docs/results/strategies.md and its pictures
-	$(STRATEGIES) $(STRATEGIES_FLAGS) $(if $(SAVE),-save $(abspath docs/results/strategies.md) -readme $(abspath README.md) -pictures $(abspath docs/results/strategies))
+	$(STRATEGIES) $(STRATEGIES_FLAGS) $(if $(SAVE),-save $(abspath docs/results/strategies.md) -table $(abspath docs/strategies.md) -pictures $(abspath docs/results/strategies))
 
 .PHONY: check-strategies
 check-strategies: $(SLOTH_BIN) ## the strategies' tests (engine against arithmetic, each rule matters) and a short run: the regression on the lab's windows

@@ -40,7 +40,7 @@ const (
 
 const guilty = "transcript.(*Baseline).Append"
 
-// The README's block of the faults' table, which SAVE=1 rewrites.
+// docs/compose.md's block of the faults' table, which SAVE=1 rewrites.
 const (
 	faultsBegin = "<!-- faults table: make e2e-compose SAVE=1 writes it -->"
 	faultsEnd   = "<!-- end of the faults table -->"
@@ -262,8 +262,8 @@ func TestComposeEndToEnd(t *testing.T) {
 			t.Error(err)
 		}
 		// After the results file, whose revision would read -dirty with
-		// the README already rewritten.
-		if err := results.ReplaceBlock(filepath.Join(root, "README.md"), faultsBegin, faultsEnd, faultTable(rows, true)); err != nil {
+		// docs/compose.md already rewritten.
+		if err := results.ReplaceBlock(filepath.Join(root, "docs", "compose.md"), faultsBegin, faultsEnd, faultTable(rows, true)); err != nil {
 			t.Error(err)
 		}
 	}

@@ -656,7 +656,7 @@ func (r faultRow) String() string {
 	return c[0] + ": " + strings.Join(parts[:len(parts)-1], ", ") + "; " + c[len(c)-1]
 }
 
-// faultTable is the table as text (markdown false) or as the README's
+// faultTable is the table as text (markdown false) or as docs/compose.md's
 // Markdown.
 func faultTable(rows []faultRow, markdown bool) string {
 	var b strings.Builder

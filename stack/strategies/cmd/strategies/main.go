@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	showRules := fs.Bool("rules", false, "print every strategy's rules first")
 	pictures := fs.String("pictures", "", "write one SVG per incident and window table into this directory")
 	seed := fs.Uint64("seed", 1, "seed of the random bad streams")
-	readme := fs.String("readme", "", "with -save, also rewrite the production detection table between this Markdown file's strategies markers")
+	table := fs.String("table", "", "with -save, also rewrite the production detection table between this Markdown file's strategies markers")
 	save := fs.String("save", "", "also write the tables as a result file, Markdown with its revision, date and machine (make strategies SAVE=1: docs/results/strategies.md)")
 	replay := fs.String("replay", "", "run nothing synthetic: replay the shipped rules over this Prometheus's own samples of the gateway (its http://host:port) and compare each alert's first firing with its ALERTS series; needs one -windows table and -slo")
 	sloName := fs.String("slo", "", "with -replay, the SLO whose alerts to compare")
@@ -132,8 +132,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if *save != "" && *readme != "" {
-		if err := rewriteBlock(*readme, t, cfg.Windows[0].Name); err != nil {
+	if *save != "" && *table != "" {
+		if err := rewriteBlock(*table, t, cfg.Windows[0].Name); err != nil {
 			return err
 		}
 	}
@@ -182,7 +182,7 @@ func replayLive(ctx context.Context, url string, cfg strategies.Config, sloName 
 	return nil
 }
 
-// The markers around the table -readme rewrites.
+// The markers around the table -table rewrites.
 const (
 	begin = "<!-- strategies table: make strategies SAVE=1 writes it -->"
 	end   = "<!-- end of the strategies table -->"
@@ -196,7 +196,7 @@ func rewriteBlock(path string, t strategies.Table, windows string) error {
 		return err
 	}
 	if err := results.ReplaceBlock(path, begin, end, md.String()); err != nil {
-		return fmt.Errorf("-readme: %w", err)
+		return fmt.Errorf("-table: %w", err)
 	}
 	return nil
 }

@@ -227,7 +227,7 @@ bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 # -targets direct,reverseproxy,gateway-fixed, -o bench-proxy.json. SAVE=1
 # writes the run to docs/results/bench-proxy.md.
 .PHONY: bench-proxy
-bench-proxy: ## CPU/stream, streams/s, p50/p99 and heap/stream: direct, ReverseProxy, nginx, both gateways (~1 min; installs nginx)
+bench-proxy: ## CPU/stream, streams/s, p50/p99, heap/stream, first event and gaps: direct, ReverseProxy, nginx, both gateways (~3 min; installs nginx)
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || $(call apt,nginx)
 	$(GO) run ./stack/cmd/bench-proxy $(BENCH_PROXY_FLAGS) $(if $(SAVE),-save docs/results/bench-proxy.md)
 

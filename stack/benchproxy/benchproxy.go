@@ -47,6 +47,10 @@ type Config struct {
 	// measure its heap per in-flight stream (0: skip), once each has
 	// received MemEvents events.
 	MemStreams, MemEvents int
+	// LatencyStreams streams of LatencyEvents events, paced, are sent one
+	// at a time through each target to time its first event and the gaps
+	// between events (0: skip).
+	LatencyStreams, LatencyEvents int
 	// TranscriptBytes is the gateways' -max-transcript-bytes (0: their
 	// default, 1 MiB).
 	TranscriptBytes int
@@ -60,11 +64,14 @@ type Report struct {
 	Elapsed string    `json:"elapsed"`
 	Machine Machine   `json:"machine"`
 	// Gateway is the repository's revision the gateways were built from.
-	Gateway string   `json:"gateway_revision"`
-	Events  int      `json:"events_per_stream"`
-	Rows    []Row    `json:"rows"`
-	Memory  []Memory `json:"memory,omitempty"`
-	MemPace int      `json:"memory_pace_ms,omitempty"`
+	Gateway string    `json:"gateway_revision"`
+	Events  int       `json:"events_per_stream"`
+	Rows    []Row     `json:"rows"`
+	Memory  []Memory  `json:"memory,omitempty"`
+	MemPace int       `json:"memory_pace_ms,omitempty"`
+	Latency []Latency `json:"latency,omitempty"`
+	// LatencyPace is the latency run's upstream pace.
+	LatencyPace int `json:"latency_pace_ms,omitempty"`
 }
 
 // Machine is where the run happened.
@@ -132,6 +139,10 @@ func (c *Config) check() error {
 		// The heap is read while every held stream is still in flight.
 		return fmt.Errorf("bench-proxy: memory run of %d streams read at %d events: want 1 ≤ events read < %d events per stream", c.MemStreams, c.MemEvents, c.Events)
 	}
+	if c.LatencyStreams < 0 || (c.LatencyStreams > 0 && (c.LatencyEvents < 1 || c.LatencyEvents > c.Events)) {
+		// The upstream streams at most Events events.
+		return fmt.Errorf("bench-proxy: latency run of %d streams of %d events: want 1 to %d events", c.LatencyStreams, c.LatencyEvents, c.Events)
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -177,6 +188,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			failed += row.Failures
 			say("%-16s c=%d: %d streams, %d failed, %s CPU ms/stream, %s streams/s", t.name, conc, row.Streams, row.Failures, num(row.CPUMsPerStream), num(row.StreamsPerSec))
 			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	if cfg.LatencyStreams > 0 {
+		rep.LatencyPace = latencyPaceMS
+		for _, t := range targets {
+			l, err := streamTimes(ctx, client, t, cfg.LatencyStreams, cfg.LatencyEvents)
+			if err != nil {
+				return nil, err
+			}
+			say("%-16s first event p50 %s µs, gap p50 %s µs", t.name, num(l.FirstP50Us), num(l.GapP50Us))
+			rep.Latency = append(rep.Latency, l)
 		}
 	}
 	if cfg.MemStreams > 0 {

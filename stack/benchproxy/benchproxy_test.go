@@ -30,7 +30,7 @@ func TestSmoke(t *testing.T) {
 	defer cancel()
 	var log bytes.Buffer
 	cfg := Config{Root: "../..", Targets: targets, Events: 200, Streams: 3, BaselineStreams: 3,
-		Concurrency: []int{1, 2}, MemStreams: 20, MemEvents: 20, Seed: 1, Log: &log}
+		Concurrency: []int{1, 2}, MemStreams: 20, MemEvents: 20, LatencyStreams: 3, LatencyEvents: 20, Seed: 1, Log: &log}
 	rep, err := Run(ctx, cfg)
 	if rep != nil {
 		var table bytes.Buffer
@@ -77,6 +77,19 @@ func TestSmoke(t *testing.T) {
 	}
 	if want := []string{ReverseProxy, Fixed, Baseline}; !slices.Equal(held, want) {
 		t.Errorf("heap measured for %v, want %v", held, want)
+	}
+	var timed []string
+	for _, l := range rep.Latency {
+		timed = append(timed, l.Target)
+		// No bound on the gaps: on a busy machine a proxy that waited for
+		// a CPU forwards several events at once, and they arrive together.
+		if l.Streams != 3 || l.FirstP50Us <= 0 || l.FirstP99Us < l.FirstP50Us || l.GapP50Us < 0 || l.GapP99Us < l.GapP50Us {
+			t.Errorf("%s: %d streams, first event p50 %v µs p99 %v µs, gap p50 %v µs p99 %v µs: want 3 streams, a first event after its request, p99 ≥ p50",
+				l.Target, l.Streams, l.FirstP50Us, l.FirstP99Us, l.GapP50Us, l.GapP99Us)
+		}
+	}
+	if !slices.Equal(timed, targets) {
+		t.Errorf("latency measured for %v, want %v", timed, targets)
 	}
 	if nginxErr != nil {
 		t.Skipf("every other check passed, but nginx was not measured: %v", nginxErr)

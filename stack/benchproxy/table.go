@@ -50,6 +50,9 @@ func WriteTable(w io.Writer, r *Report) error {
 			fmt.Fprintf(w, "%s c=%d first failure: %s\n", row.Target, row.Concurrency, row.FirstError)
 		}
 	}
+	if err := writeLatency(w, r); err != nil {
+		return err
+	}
 	if len(r.Memory) == 0 {
 		return nil
 	}
@@ -71,6 +74,51 @@ func WriteTable(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintf(tw, "%-16s\t%s\t%s\t%s\t%s\t\n", mem.Target, num(float64(mem.HeapIdle)/(1<<20)), num(float64(mem.HeapHeld)/(1<<20)),
 			num(mem.BytesPerStream/1024), rel)
+	}
+	return tw.Flush()
+}
+
+// writeLatency prints what each target adds to the first event and to the
+// gaps between events: each figure, its difference from going straight to
+// the upstream (+direct), and for the first event its difference from the
+// ReverseProxy's (+RP).
+func writeLatency(w io.Writer, r *Report) error {
+	if len(r.Latency) == 0 {
+		return nil
+	}
+	var direct, rp Latency
+	for _, l := range r.Latency {
+		switch l.Target {
+		case Direct:
+			direct = l
+		case ReverseProxy:
+			rp = l
+		}
+	}
+	l0 := r.Latency[0]
+	fmt.Fprintf(w, "\nfirst event and gaps between events at the client: %d streams of %d events, one at a time, the upstream sending an event every %d ms;\n"+
+		"first: request sent to first whole event read; +direct: the figure less direct's; +RP: less the ReverseProxy's\n\n", l0.Streams, l0.Events, r.LatencyPace)
+	diff := func(v, b float64, ok bool) string {
+		if !ok {
+			return "—"
+		}
+		return fmt.Sprintf("%+.0f", v-b)
+	}
+	rel := func(v, b float64) string {
+		if b == 0 {
+			return "—"
+		}
+		return ratio(v / b)
+	}
+	hasDirect, hasRP := direct.Streams > 0, rp.Streams > 0
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target          \tfirst p50 µs\t+direct\t+RP\t×RP\tfirst p99 µs\tgap p50 µs\t+direct\t×RP\tgap p99 µs\t+direct\t")
+	for _, l := range r.Latency {
+		fmt.Fprintf(tw, "%-16s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l.Target,
+			num(l.FirstP50Us), diff(l.FirstP50Us, direct.FirstP50Us, hasDirect), diff(l.FirstP50Us, rp.FirstP50Us, hasRP), rel(l.FirstP50Us, rp.FirstP50Us),
+			num(l.FirstP99Us),
+			num(l.GapP50Us), diff(l.GapP50Us, direct.GapP50Us, hasDirect), rel(l.GapP50Us, rp.GapP50Us),
+			num(l.GapP99Us), diff(l.GapP99Us, direct.GapP99Us, hasDirect))
 	}
 	return tw.Flush()
 }

@@ -3,7 +3,8 @@
 // through a bare httputil.ReverseProxy, nginx, and the fixed and baseline
 // gateways, each in its own process on loopback, and prints one table of
 // CPU per stream, streams per second and p50/p99 stream time, each beside
-// its ratio to the ReverseProxy, and the heap per in-flight stream.
+// its ratio to the ReverseProxy, the heap per in-flight stream, and what
+// each target adds to the first event and to the gaps between events.
 package main
 
 import (
@@ -37,6 +38,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	targets := fs.String("targets", strings.Join(benchproxy.AllTargets(), ","), "comma-separated targets")
 	memStreams := fs.Int("mem-streams", 200, "streams held open at once to measure each Go proxy's heap per stream (0: skip)")
 	memEvents := fs.Int("mem-events", 200, "events each held stream has received when the heap is read")
+	latStreams := fs.Int("latency-streams", 200, "paced streams sent one at a time through each target to time its first event and the gaps between events (0: skip)")
+	latEvents := fs.Int("latency-events", 100, "events per latency stream")
 	seed := fs.Uint64("seed", 1, "seed of the streams' tokens")
 	out := fs.String("o", "", "also write the report as JSON to this file")
 	save := fs.String("save", "", "also write the run as a result file, Markdown with its revision, date and machine (make bench-proxy SAVE=1: docs/results/bench-proxy.md)")
@@ -65,7 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rep, runErr := benchproxy.Run(ctx, benchproxy.Config{
 		Root: abs, Targets: strings.Split(*targets, ","), Events: *events, Streams: *streams, BaselineStreams: *baseline,
-		Concurrency: cs, MemStreams: *memStreams, MemEvents: *memEvents, Seed: *seed, Log: stderr,
+		Concurrency: cs, MemStreams: *memStreams, MemEvents: *memEvents,
+		LatencyStreams: *latStreams, LatencyEvents: *latEvents, Seed: *seed, Log: stderr,
 	})
 	if rep == nil {
 		return runErr

@@ -10,6 +10,9 @@
 // the ephemeral range, where neither outgoing connections nor port-0
 // listeners land, and holds a lock file on it, so that burnlab's other test
 // processes, which pick the same way, pass it by until it is released.
+// The lock files stay behind, one empty file per port ever picked: removing
+// a file another process may be locking would let two processes lock two
+// files of one name.
 package freeport
 
 import (
@@ -51,15 +54,15 @@ func Pick() (Port, error) {
 		return Port{}, err
 	}
 	first := max(1024, lo-span)
-	dir := filepath.Join(os.TempDir(), "burnlab-ports")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	dir := lockDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Port{}, fmt.Errorf("free port: %w", err)
 	}
 	n := lo - first
 	start := rand.IntN(n)
 	for i := range n {
 		port := first + (start+i)%n
-		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o600)
 		if err != nil {
 			return Port{}, fmt.Errorf("free port: %w", err)
 		}
@@ -92,6 +95,12 @@ func ForTest(tb testing.TB) string {
 	}
 	tb.Cleanup(p.Release)
 	return p.Addr
+}
+
+// lockDir holds the lock files, one directory per user, whom another
+// user's files would lock out.
+func lockDir() string {
+	return filepath.Join(os.TempDir(), "burnlab-ports-"+strconv.Itoa(os.Getuid()))
 }
 
 // ephemeralStart is the first port of Linux's ephemeral range, or the

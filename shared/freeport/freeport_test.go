@@ -40,26 +40,18 @@ func TestPicksHeldPortsBelowTheEphemeralRange(t *testing.T) {
 		}
 		ln.Close()
 	}
-	p := held[0]
-	_, ps, _ := net.SplitHostPort(p.Addr)
-	if lockable(t, ps) {
-		t.Fatalf("%s is held, yet its lock could be taken", p.Addr)
+	for _, p := range held {
+		_, ps, _ := net.SplitHostPort(p.Addr)
+		f, err := os.OpenFile(filepath.Join(lockDir(), ps), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			t.Fatalf("%s is held, yet its lock could be taken", p.Addr)
+		}
+		f.Close()
+		p.Release()
 	}
-	for _, h := range held {
-		h.Release()
-	}
-	if !lockable(t, ps) {
-		t.Fatalf("%s was released, yet its lock could not be taken", p.Addr)
-	}
-}
-
-func lockable(t *testing.T, port string) bool {
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "burnlab-ports", port), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
 }
 
 // A port something else listens on is passed by, even with its lock free.
@@ -69,15 +61,33 @@ func TestPassesByABoundPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Pick cannot be aimed at one port, so a fifth of its range is bound
-	// and none of those may ever be picked.
+	// and none of those may ever be picked. Each is bound only under its
+	// lock, so no port another test holds is taken from it, and bound
+	// with the lock let go, as by a process that is not burnlab's.
+	dir := lockDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	bound := map[string]bool{}
 	for port := max(1024, lo-span); port < lo && len(bound) < 2000; port += 5 {
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close()
+			continue
+		}
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		f.Close()
 		if err != nil {
 			continue
 		}
 		defer ln.Close()
 		bound[ln.Addr().String()] = true
+	}
+	if len(bound) < 1000 {
+		t.Fatalf("only %d ports could be bound to test with", len(bound))
 	}
 	for range 500 {
 		p, err := Pick()

@@ -117,12 +117,7 @@ func TestProbeRefusesBadURLsAndGivesUp(t *testing.T) {
 			t.Errorf("Probe(%q) = %v, want a clear refusal", u, err)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeport.ForTest(t) // nothing listens there
 	if err := Probe(context.Background(), "http://"+addr+"/readyz"); err == nil {
 		t.Fatal("a closed port passed the probe")
 	}

@@ -3,7 +3,6 @@ package lab
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"burnlab/shared/freeport"
 )
 
 // fakeStack is a gateway of one build, an upstream and a lab control that
@@ -98,12 +99,7 @@ func TestScenarioSwitchesTheLabsBuildOnlyWhenItDiffers(t *testing.T) {
 func TestScenarioSwitchesComposesBuildWithoutALab(t *testing.T) {
 	f := &fakeStack{build: "baseline"}
 	s := f.serve(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Control = ln.Addr().String()
-	ln.Close()
+	s.Control = freeport.ForTest(t) // no lab listens there
 	out := filepath.Join(t.TempDir(), "compose")
 	s.Compose = []string{"/bin/sh", "-c", `echo "$GATEWAY_TAG $*" > ` + out, "compose"}
 	if err := ApplyScenario(context.Background(), "slow-first-token", s); err != nil {

@@ -118,8 +118,9 @@ func TestTheDeltaSamplerStopsWithThePager(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
+	addr := freeport.ForTest(t) // t.Fatal belongs to the test's goroutine
 	go func() {
-		done <- run(ctx, []string{"-listen", freeport.ForTest(t), "-data", t.TempDir(), "-profile-url", gateway.URL + "/debug/pprof/allocs",
+		done <- run(ctx, []string{"-listen", addr, "-data", t.TempDir(), "-profile-url", gateway.URL + "/debug/pprof/allocs",
 			"-prometheus-url", "", "-delta-seconds", "5", "-log-level", "error"}, io.Discard)
 	}()
 	select {

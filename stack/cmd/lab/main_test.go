@@ -3,15 +3,15 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"strings"
 	"testing"
+
+	"burnlab/shared/freeport"
 )
 
 func TestErrors(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
+	// Nothing listens there: no lab is running.
+	addr := freeport.ForTest(t)
 	for args, want := range map[string]string{
 		"":                                       "usage",
 		"down":                                   "unknown command",

@@ -69,13 +69,22 @@ func Write(path string, r Run) error {
 // directory become $TMPDIR/…, so that a results file reads the same
 // whichever checkout wrote it and says nothing of the machine's layout.
 func portable(text, root string) string {
+	// A path starts a line or follows a space, =, a bracket or a quote;
+	// it ends before a space, a quote or punctuation that follows it.
+	const before, rest = "(?m)(^|[\\s=(\\[\"'\x60])", "[^\\s\"'\x60),;:]*"
+	tmpDir := filepath.Clean(os.TempDir())
+	tmp := regexp.MustCompile(before + regexp.QuoteMeta(tmpDir) + "/" + rest)
 	if abs, err := filepath.Abs(root); err == nil && abs != "/" {
-		text = strings.ReplaceAll(text, abs+"/", "")
+		if strings.HasPrefix(tmpDir+"/", abs+"/") {
+			// A temporary directory inside the repository is still one.
+			text = tmp.ReplaceAllString(text, "${1}$$TMPDIR/…")
+		}
+		q := regexp.QuoteMeta(abs)
+		text = regexp.MustCompile(before+q+"/").ReplaceAllString(text, "${1}")
 		// The root itself, but not a longer name that starts with it.
-		text = regexp.MustCompile(regexp.QuoteMeta(abs)+`([^\w./-]|$)`).ReplaceAllString(text, ".$1")
+		text = regexp.MustCompile(before+q+"([^\\w./-]|$)").ReplaceAllString(text, "${1}.${2}")
 	}
-	tmp := regexp.MustCompile(regexp.QuoteMeta(filepath.Clean(os.TempDir())) + `/[^\s"'\x60]*`)
-	return tmp.ReplaceAllString(text, "$$TMPDIR/…")
+	return tmp.ReplaceAllString(text, "${1}$$TMPDIR/…")
 }
 
 // Revision names the commit checked out at root, "-dirty" when the work
@@ -116,7 +125,7 @@ func CPUModel() string {
 }
 
 // ReplaceBlock rewrites the text between the markers begin and end of
-// the Markdown file at path (a README's generated table), keeping the
+// the Markdown file at path (a generated table in a doc), keeping the
 // markers and everything around them.
 func ReplaceBlock(path, begin, end, text string) error {
 	b, err := os.ReadFile(path)

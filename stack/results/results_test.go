@@ -59,7 +59,9 @@ func TestWriteLeavesNoMachinePaths(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.md")
 	body := "flags: -sloth=" + filepath.Join(root, "bin", "sloth") + " -root=" + root + "\n" +
 		"lab up in " + filepath.Join(os.TempDir(), "TestScenarios123", "003") + "\n" +
-		"a neighbour: " + root + "2/x\n"
+		"a neighbour: " + root + "2/x\n" +
+		"inside another path: /x" + root + "/y\n" +
+		"(see " + filepath.Join(root, "docs", "a.md") + "), and " + filepath.Join(os.TempDir(), "t", "log") + ": done\n"
 	if err := Write(path, Run{Title: "A run", By: "x", Root: root, Date: time.Now(), Body: body}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,8 @@ func TestWriteLeavesNoMachinePaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := string(b)
-	for _, want := range []string{"flags: -sloth=bin/sloth -root=.\n", "lab up in $TMPDIR/…\n", "a neighbour: $TMPDIR/…\n"} {
+	for _, want := range []string{"flags: -sloth=bin/sloth -root=.\n", "lab up in $TMPDIR/…\n", "a neighbour: $TMPDIR/…\n",
+		"inside another path: /x" + root + "/y\n", "(see docs/a.md), and $TMPDIR/…: done\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in:\n%s", want, got)
 		}

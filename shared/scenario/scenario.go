@@ -3,7 +3,7 @@
 // rate each SLO should show while it is injected — derived from the SLO
 // before anything is measured — and the alerts that must fire. The upstream
 // injects from it, `make scenario` and the e2e matrix read it, and the
-// README's scenario table says the same.
+// docs/scenarios.md's scenario table says the same.
 package scenario
 
 import (
@@ -138,7 +138,7 @@ func creep() []Step {
 	return s
 }
 
-// All is the table, in the order the README gives it.
+// All is the table, in the order docs/scenarios.md gives it.
 func All() []Scenario {
 	return []Scenario{
 		{

@@ -107,7 +107,7 @@ type image struct {
 	// What it stands for: a global ARG of the Dockerfile (passed as a build
 	// argument), or an image a compose service runs (its image replaced).
 	arg, pin string
-	differs  string // how it differs from the pinned image: a label, and the README's table
+	differs  string // how it differs from the pinned image: a label, and docs/compose.md's table
 	rootfs   layout
 	config   []string  // docker import --change instructions
 	builds   []goBuild // run before the root filesystem is written

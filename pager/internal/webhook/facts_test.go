@@ -126,7 +126,7 @@ func near(got *float64, want float64) bool {
 }
 
 // A new page's facts, read from Prometheus as of the alert's start: the
-// burn of each pair and which fired, the budget by the README's formulas at
+// burn of each pair and which fired, the budget by docs/pager.md's formulas at
 // the fired pair's long-window burn, the ten slowest requests of the burn
 // window, and what changed in the heap between the delta before the burn
 // and the one during it.

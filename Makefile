@@ -225,11 +225,18 @@ bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 # for nginx itself rather than through make tools, so a benchmark does not
 # install Prometheus and Chromium too. BENCH_PROXY_FLAGS: e.g. -streams 100,
 # -targets direct,reverseproxy,gateway-fixed, -o bench-proxy.json. SAVE=1
-# writes the run to docs/results/bench-proxy.md.
+# writes the run to docs/results/bench-proxy.md. PREVIOUS, a git revision,
+# adds the fixed gateway of that revision as a row of the same run, so a
+# change's gain is one run's ratio. By default it is the gateway before its
+# latest change: HEAD while gateway/ has uncommitted changes, else the
+# parent of the last commit that changed gateway/ outside its tests; none
+# outside a git checkout. PREVIOUS= leaves it out.
+PREVIOUS ?= $(shell if ! git diff --quiet HEAD -- gateway 2>/dev/null; then git rev-parse --short HEAD 2>/dev/null; \
+	else c=$$(git log -1 --format=%h -- gateway ':(exclude,glob)**/*_test.go' 2>/dev/null) && [ -n "$$c" ] && git rev-parse --short --verify -q "$$c^"; fi)
 .PHONY: bench-proxy
-bench-proxy: ## CPU/stream, streams/s, p50/p99, heap/stream, first event and gaps: direct, ReverseProxy, nginx, both gateways (~3 min; installs nginx)
+bench-proxy: ## CPU/stream, streams/s, p50/p99, heap/stream, first event and gaps: direct, ReverseProxy, nginx, both gateways and the previous fixed one (~3 min; installs nginx)
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || $(call apt,nginx)
-	$(GO) run ./stack/cmd/bench-proxy $(BENCH_PROXY_FLAGS) $(if $(SAVE),-save docs/results/bench-proxy.md)
+	$(GO) run ./stack/cmd/bench-proxy $(if $(PREVIOUS),-previous '$(PREVIOUS)') $(BENCH_PROXY_FLAGS) $(if $(SAVE),-save docs/results/bench-proxy.md)
 
 # The complexity gate (issue 34): streams of 1,000 to 16,000 events through
 # each gateway build, and the power law its bytes and CPU per stream grow

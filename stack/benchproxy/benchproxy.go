@@ -6,6 +6,7 @@
 package benchproxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,9 @@ const (
 	Nginx        = "nginx"
 	Fixed        = "gateway-fixed"
 	Baseline     = "gateway-baseline"
+	// Previous is the fixed build at Config.Previous, a revision of the
+	// repository, so a change's gain is a ratio within one run.
+	Previous = "gateway-previous"
 )
 
 // AllTargets are every target, in the table's order.
@@ -54,8 +58,11 @@ type Config struct {
 	// TranscriptBytes is the gateways' -max-transcript-bytes (0: their
 	// default, 1 MiB).
 	TranscriptBytes int
-	Seed            uint64
-	Log             io.Writer // progress lines; nil: none
+	// Previous, a git revision (HEAD~1, a tag), adds the Previous target
+	// after the fixed gateway: the fixed build of that revision's tree.
+	Previous string
+	Seed     uint64
+	Log      io.Writer // progress lines; nil: none
 }
 
 // Report is a run's result; WriteTable prints it.
@@ -64,12 +71,14 @@ type Report struct {
 	Elapsed string    `json:"elapsed"`
 	Machine Machine   `json:"machine"`
 	// Gateway is the repository's revision the gateways were built from.
-	Gateway string    `json:"gateway_revision"`
-	Events  int       `json:"events_per_stream"`
-	Rows    []Row     `json:"rows"`
-	Memory  []Memory  `json:"memory,omitempty"`
-	MemPace int       `json:"memory_pace_ms,omitempty"`
-	Latency []Latency `json:"latency,omitempty"`
+	Gateway string `json:"gateway_revision"`
+	// Previous is the revision the Previous target was built from.
+	Previous string    `json:"previous_revision,omitempty"`
+	Events   int       `json:"events_per_stream"`
+	Rows     []Row     `json:"rows"`
+	Memory   []Memory  `json:"memory,omitempty"`
+	MemPace  int       `json:"memory_pace_ms,omitempty"`
+	Latency  []Latency `json:"latency,omitempty"`
 	// LatencyPace is the latency run's upstream pace.
 	LatencyPace int `json:"latency_pace_ms,omitempty"`
 }
@@ -131,8 +140,30 @@ func (c *Config) check() error {
 		return errors.New("bench-proxy: no targets")
 	}
 	for _, t := range c.Targets {
+		if t == Previous {
+			return fmt.Errorf("bench-proxy: target %s is added by a previous revision to build (-previous), not named", Previous)
+		}
 		if !slices.Contains(AllTargets(), t) {
 			return fmt.Errorf("bench-proxy: unknown target %q: want some of %s", t, strings.Join(AllTargets(), ","))
+		}
+	}
+	if c.Previous != "" {
+		if strings.HasPrefix(c.Previous, "-") {
+			return fmt.Errorf("bench-proxy: previous revision %q: a revision, not an option", c.Previous)
+		}
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	if c.Previous != "" {
+		i := slices.Index(c.Targets, Fixed)
+		if i < 0 {
+			fmt.Fprintf(c.Log, "bench-proxy: no row for previous revision %s: it is compared with %s, which is not among the targets\n", c.Previous, Fixed)
+			c.Previous = ""
+		} else {
+			// Right after the fixed build; the copy keeps the caller's
+			// slice as it was.
+			c.Targets = slices.Insert(slices.Clone(c.Targets), i+1, Previous)
 		}
 	}
 	if c.MemStreams < 0 || (c.MemStreams > 0 && (c.MemEvents < 1 || c.MemEvents >= c.Events)) {
@@ -142,9 +173,6 @@ func (c *Config) check() error {
 	if c.LatencyStreams < 0 || (c.LatencyStreams > 0 && (c.LatencyEvents < 1 || c.LatencyEvents > c.Events)) {
 		// The upstream streams at most Events events.
 		return fmt.Errorf("bench-proxy: latency run of %d streams of %d events: want 1 to %d events", c.LatencyStreams, c.LatencyEvents, c.Events)
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
 	}
 	return nil
 }
@@ -165,6 +193,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Started: time.Now().UTC(), Events: cfg.Events, Machine: machine(), Gateway: revision(cfg.Root)}
+	if cfg.Previous != "" {
+		var stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, "git", "-C", cfg.Root, "rev-parse", "--verify", "--end-of-options", cfg.Previous+"^{commit}")
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("bench-proxy: previous revision %q: %w: %s", cfg.Previous, err, bytes.TrimSpace(stderr.Bytes()))
+		}
+		// The commit, not the name, from here on: a branch may move.
+		cfg.Previous = string(bytes.TrimSpace(out))
+		rep.Previous = cfg.Previous[:min(12, len(cfg.Previous))]
+	}
 	say := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "bench-proxy: "+format+"\n", args...) }
 	targets, stop, err := servers(ctx, cfg, say, &rep.Machine)
 	if err != nil {
@@ -195,7 +235,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, t := range targets {
 			l, err := streamTimes(ctx, client, t, cfg.LatencyStreams, cfg.LatencyEvents)
 			if err != nil {
-				return nil, err
+				// The rows measured so far are the run's too.
+				rep.Elapsed = time.Since(rep.Started).Round(time.Second).String()
+				return rep, err
 			}
 			say("%-16s first event p50 %s µs, gap p50 %s µs", t.name, num(l.FirstP50Us), num(l.GapP50Us))
 			rep.Latency = append(rep.Latency, l)
@@ -256,20 +298,27 @@ func servers(ctx context.Context, cfg Config, say func(string, ...any), m *Machi
 // each port it picks to ports so the caller releases it.
 func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...any), procs *[]*proc, ports *[]freeport.Port, m *Machine) ([]*target, error) {
 	bin := func(name string) string { return filepath.Join(dir, "bin", name) }
-	builds := [][3]string{{"bench-upstream", "./stack/cmd/bench-upstream", ""}}
+	type binary struct{ name, root, pkg, tags string }
+	builds := []binary{{"bench-upstream", cfg.Root, "./stack/cmd/bench-upstream", ""}}
 	for _, t := range cfg.Targets {
 		switch t {
 		case ReverseProxy:
-			builds = append(builds, [3]string{"bench-reverseproxy", "./stack/cmd/bench-reverseproxy", ""})
+			builds = append(builds, binary{"bench-reverseproxy", cfg.Root, "./stack/cmd/bench-reverseproxy", ""})
 		case Fixed:
-			builds = append(builds, [3]string{Fixed, "./gateway/cmd/gateway", "fixed"})
+			builds = append(builds, binary{Fixed, cfg.Root, "./gateway/cmd/gateway", "fixed"})
+		case Previous:
+			src := filepath.Join(dir, "previous")
+			if err := checkout(ctx, cfg.Root, cfg.Previous, src); err != nil {
+				return nil, err
+			}
+			builds = append(builds, binary{Previous, src, "./gateway/cmd/gateway", "fixed"})
 		case Baseline:
-			builds = append(builds, [3]string{Baseline, "./gateway/cmd/gateway", ""})
+			builds = append(builds, binary{Baseline, cfg.Root, "./gateway/cmd/gateway", ""})
 		}
 	}
 	say("building %d binaries", len(builds))
 	for _, b := range builds {
-		if err := build(ctx, cfg.Root, bin(b[0]), b[1], b[2]); err != nil {
+		if err := build(ctx, b.root, bin(b.name), b.pkg, b.tags); err != nil {
 			return nil, err
 		}
 	}
@@ -336,7 +385,7 @@ func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...a
 			// would otherwise be the system's /var/log/nginx.
 			args = []string{nginx, "-p", filepath.Dir(conf), "-c", conf, "-e", filepath.Join(filepath.Dir(conf), "error.log")}
 			ready = "http://" + a[0] + "/readyz" // through nginx to the upstream
-		case Fixed, Baseline:
+		case Fixed, Previous, Baseline:
 			t.url = "http://" + a[0] + "/v1/chat/stream"
 			args = []string{bin(name), "-listen", a[0], "-admin", a[1], "-upstream", "http://" + upstream,
 				"-tenants", apiKey + "=bench:1000000000000:1000", "-log-level", "error", "-drain-grace", "0s"}
@@ -353,6 +402,22 @@ func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...a
 	}
 	say("started the upstream and %s", strings.Join(cfg.Targets, ", "))
 	return targets, nil
+}
+
+// checkout writes the tree of commit rev of the repository at root into
+// dst, for a build of that revision beside the working tree's.
+func checkout(ctx context.Context, root, rev, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("bench-proxy: %w", err)
+	}
+	tarball := dst + ".tar"
+	defer os.Remove(tarball)
+	for _, args := range [][]string{{"git", "-C", root, "archive", "--format=tar", "-o", tarball, rev}, {"tar", "-x", "-f", tarball, "-C", dst}} {
+		if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("bench-proxy: previous revision %s: %s: %w: %s", rev, args[0], err, bytes.TrimSpace(out))
+		}
+	}
+	return nil
 }
 
 func build(ctx context.Context, root, out, pkg, tags string) error {

@@ -8,9 +8,8 @@ import (
 	"time"
 )
 
-// latencyPaceMS paces the latency run's streams: one event per read at the
-// client, so each gap between events is one event's way through the chain
-// and not the inside of a batch.
+// latencyPaceMS paces the latency run's streams, so that on a quiet
+// machine each event is a read of its own at the client.
 const latencyPaceMS = 1
 
 // Latency is what a target adds to a stream's first event and to the gaps
@@ -23,7 +22,11 @@ type Latency struct {
 	// whole event (the time to first token, as far as a proxy adds to it).
 	FirstP50Us float64 `json:"first_event_p50_us"`
 	FirstP99Us float64 `json:"first_event_p99_us"`
-	// Gap is the time between two consecutive events' arrivals.
+	// Gap is the time between two consecutive events' arrivals, of Gaps
+	// measured. A delay the target adds to every event alike is in no
+	// gap: the gaps show how evenly it forwards, and events that waited
+	// for a CPU arrive together, with gaps of 0 between them.
+	Gaps     int     `json:"gaps"`
 	GapP50Us float64 `json:"gap_p50_us"`
 	GapP99Us float64 `json:"gap_p99_us"`
 }
@@ -72,6 +75,7 @@ func streamTimes(ctx context.Context, c *http.Client, t *target, n, events int) 
 	slices.Sort(firsts)
 	slices.Sort(gaps)
 	l.FirstP50Us, l.FirstP99Us = us(quantile(firsts, 0.5)), us(quantile(firsts, 0.99))
+	l.Gaps = len(gaps)
 	l.GapP50Us, l.GapP99Us = us(quantile(gaps, 0.5)), us(quantile(gaps, 0.99))
 	return l, t.proc.alive()
 }

@@ -3,6 +3,7 @@ package benchproxy
 import (
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 )
 
@@ -18,6 +19,9 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "bench-proxy: %d-event SSE streams (payloads 24–96 characters, a PII item per ~%d tokens), each read whole and checked\n", r.Events, piiEvery)
 	fmt.Fprintf(w, "machine: %d CPUs, %s, %s, %s%s\n", m.CPUs, m.CPU, m.Kernel, m.Go, nginx)
 	fmt.Fprintf(w, "revision: %s; started %s (load average %s), took %s\n", r.Gateway, r.Started.Format("2006-01-02 15:04 MST"), m.Load, r.Elapsed)
+	if r.Previous != "" {
+		fmt.Fprintf(w, "%s: the fixed gateway built from revision %s, in the same run\n", Previous, r.Previous)
+	}
 	fmt.Fprintf(w, "CPU: the server's own processes (every thread's run time, before and after the row); the upstream's only in \"direct\", the load generator's in none\n\n")
 
 	rp := map[int]Row{}
@@ -102,7 +106,7 @@ func writeLatency(w io.Writer, r *Report) error {
 		if !ok {
 			return "—"
 		}
-		return fmt.Sprintf("%+.0f", v-b)
+		return fmt.Sprintf("%+d", int64(math.Round(v-b)))
 	}
 	rel := func(v, b float64) string {
 		if b == 0 {

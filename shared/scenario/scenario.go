@@ -119,12 +119,14 @@ const (
 	// creepStep is 30 s. The lab's 1x ticket pair (48m and 8m) reads the
 	// whole run while the run is younger than 8 minutes, so the ticket
 	// fires once the run's average passes 1x: about a minute into the
-	// creep. The steps' length does not move the resolve either: it comes
-	// once the last 2 minutes of the 4x step have left the 8m window. What
-	// it moves is when the creep reaches 4x and can be cleared, which ends
-	// the matrix: with minute-long steps the creep ran 90 s longer than any
-	// other row, and the native e2e waited those 90 s.
+	// creep, and resolves once the run's average falls back under 1x,
+	// about 4 minutes after the clear. Longer steps would hold the matrix
+	// that much longer: the creep is its slowest row.
 	creepStep = 30 * time.Second
+	// observe keeps a one-step fault on for a 2-minute window wholly inside
+	// it, a scrape and a rule evaluation (5 s each) behind, and 20 s more;
+	// a page of a 10x burn is at the pager within about 65 s of it.
+	observe = 150 * time.Second
 )
 
 func burn(share float64, sloName string) float64 { return share / Budgets[sloName] }
@@ -147,14 +149,14 @@ func All() []Scenario {
 			Why: fmt.Sprintf("the calibrated shape sends 1 long stream in 100, each over %v in the baseline build: %g / %g = %gx",
 				slo.Threshold, tailShare, slo.Budget, burn(tailShare, StreamLatency)),
 			Fires:   []Alert{{StreamLatency, Page}},
-			Observe: 150 * time.Second,
+			Observe: observe,
 			Profile: "transcript.(*Baseline).Append tops alloc_space: the gateway is the culprit",
 		},
 		{
 			Name: None, Build: variant.Fixed, What: "nothing",
 			Burn:    map[string]float64{},
 			Why:     "every stream ends ok within a few ms of the fixed build: 0x everywhere",
-			Observe: 4 * time.Minute,
+			Observe: observe,
 			Profile: "nothing stands out",
 		},
 		{
@@ -164,7 +166,7 @@ func All() []Scenario {
 			Why: fmt.Sprintf("availability: %g / %g = %gx, over the slow page pair's 6x. Stream latency counts only streams that ended ok (a failure is availability's), and a 503 has no first token while a reset one had it in time: 0x for both",
 				failShare, slo.Budget, burn(failShare, Availability)),
 			Fires:   []Alert{{Availability, Page}},
-			Observe: 4 * time.Minute,
+			Observe: observe,
 			Profile: "nothing in the gateway: gateway_upstream_errors_total names the reason",
 		},
 		{
@@ -177,7 +179,7 @@ func All() []Scenario {
 			Why: fmt.Sprintf("TTFT: %g / %g = %gx of the ordinary streams, 9.9x of all with the 1 %% long ones spared (each over %v). An ordinary stream still ends within %v + a few ms, under %v: stream latency 0x",
 				ttftShare, Budgets[TTFT], burn(ttftShare, TTFT), slo.TTFTThreshold, ttftDelay, slo.Threshold),
 			Fires:   []Alert{{TTFT, Page}},
-			Observe: 4 * time.Minute,
+			Observe: observe,
 			Profile: "nothing in the gateway: the wait is the upstream's",
 		},
 		{
@@ -187,7 +189,7 @@ func All() []Scenario {
 			Why: fmt.Sprintf("stream latency: %g / %g = %gx, the regression's burn with a clean gateway. Nothing fails and first tokens are on time",
 				tailShare, slo.Budget, burn(tailShare, StreamLatency)),
 			Fires:   []Alert{{StreamLatency, Page}},
-			Observe: 4 * time.Minute,
+			Observe: observe,
 			Profile: "nothing in the gateway, the lesson: its profile is clean, so look at the upstream",
 		},
 		{
@@ -197,8 +199,13 @@ func All() []Scenario {
 			Why: fmt.Sprintf("stream latency climbs 1x, 2x, 3x, 4x (k in 1000 / %g): the 1x-over-48m ticket fires once the run's average passes 1x, and 4x never reaches the 6x of the slow page pair",
 				slo.Budget),
 			Fires: []Alert{{StreamLatency, Ticket}},
-			// The last step runs a 2-minute window and 30 s more.
-			Observe: 3*creepStep + 150*time.Second,
+			// The last step runs a minute: the ticket is at the pager
+			// about 90 s in, and the 2m window then holds 2x, 3x and 4x
+			// (3.25x, WindowBurn). A longer last step proves nothing more
+			// and delays the resolve: that comes once the 8m window's
+			// average falls under 1x, and every minute of 4x is 4 minutes
+			// of budget the window must first forget.
+			Observe: 3*creepStep + time.Minute,
 			Profile: "nothing in the gateway: the tail is the upstream's",
 		},
 	}
@@ -245,6 +252,33 @@ func (s Scenario) Share(elapsed time.Duration) float64 {
 		}
 	}
 	return share
+}
+
+// WindowBurn is the burn rate slo should show over a window of the given
+// length that ends elapsed after the scenario was set: Burn scaled by the
+// average of the fault's share over the window to its last step's share.
+// For a one-step fault wholly inside the window that is Burn; a climb's
+// window holds several steps, and seconds before the scenario was set
+// count as none. A scenario without steps (the regression's burn is the
+// build's) always shows Burn.
+func (s Scenario) WindowBurn(slo string, elapsed, window time.Duration) float64 {
+	if len(s.Steps) == 0 || window <= 0 {
+		return s.Burn[slo]
+	}
+	// Integrate the step function over [elapsed-window, elapsed], one
+	// piece per step boundary inside it.
+	from, sum := elapsed-window, 0.0
+	for i, st := range s.Steps {
+		end := elapsed
+		if i+1 < len(s.Steps) {
+			end = min(end, s.Steps[i+1].After)
+		}
+		if start := max(from, st.After); end > start {
+			sum += st.Share * (end - start).Seconds()
+		}
+	}
+	last := s.Steps[len(s.Steps)-1].Share
+	return s.Burn[slo] * sum / window.Seconds() / last
 }
 
 // WithShare is the scenario with its fault hitting share of the streams

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -95,5 +96,37 @@ func TestAllowedIsWhatFiresAndAPagesOwnTicket(t *testing.T) {
 	}
 	if _, err := Lookup("<script>"); err == nil || !strings.Contains(err.Error(), "upstream-tail") {
 		t.Fatalf("an unknown name: %v", err)
+	}
+}
+
+// TestWindowBurnAveragesTheStepsInTheWindow holds the e2e's expectation
+// to the steps' arithmetic: a flat fault shows its Burn once the window
+// lies inside it, a part of it before then, and the creep's window at its
+// clear holds a minute of 4x, 30 s of 3x and 30 s of 2x.
+func TestWindowBurnAveragesTheStepsInTheWindow(t *testing.T) {
+	get := func(name string) Scenario {
+		sc, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	tail, creep, reg := get("upstream-tail"), get("creep"), get("regression")
+	for _, c := range []struct {
+		sc             Scenario
+		elapsed, width time.Duration
+		want           float64
+	}{
+		{tail, tail.Observe, 2 * time.Minute, 10},
+		{tail, time.Minute, 2 * time.Minute, 5}, // half the window before the injection
+		{tail, 0, 2 * time.Minute, 0},
+		{creep, creep.Observe, 2 * time.Minute, (2*30 + 3*30 + 4*60) / 120.0},
+		{creep, 30 * time.Second, 30 * time.Second, 1},
+		{creep, 10 * time.Minute, 2 * time.Minute, 4},
+		{reg, time.Minute, 2 * time.Minute, reg.Burn[StreamLatency]},
+	} {
+		if got := c.sc.WindowBurn(StreamLatency, c.elapsed, c.width); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s over %v at %v: %vx, want %vx", c.sc.Name, c.width, c.elapsed, got, c.want)
+		}
 	}
 }

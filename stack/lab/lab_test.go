@@ -184,7 +184,7 @@ func TestMatrixChecksFailWhatTheyGuard(t *testing.T) {
 		"no load at all": {map[string]string{}, "no streams counted"},
 	} {
 		l := &Lab{Probe: Probe{Addrs{Prometheus: fakeProm(t, c.results)}}}
-		_, err := measureBurn(l, tail)
+		_, err := measureBurn(l, tail, tail.Observe)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}

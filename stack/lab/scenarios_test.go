@@ -27,8 +27,9 @@ import (
 // pair's 4m window averaging 6x, plus scrape, evaluation and group_wait)
 // and clears ~1 min after it stops (the 2m window under 6x); the creep's
 // ticket is due ~4 min in (the run's average over 1x) and clears once its
-// 8m window falls under 1x, ~6 min after the creep stops. Each bound adds
-// about half again for a shared 2-core machine.
+// 8m window, which holds the whole run of a young lab, averages under 1x
+// again, ~4 min after the creep stops. Each bound adds about half again
+// for a shared 2-core machine.
 var (
 	firesWithin = map[string]time.Duration{scenario.Page: 5 * time.Minute, scenario.Ticket: 8 * time.Minute}
 	clearWithin = map[string]time.Duration{scenario.Page: 5 * time.Minute, scenario.Ticket: 10 * time.Minute}
@@ -77,7 +78,7 @@ const matrixShape = `{"rate": 25, "long_every": 100, "long_events": 14000, "shor
 // row (testRegression), whose baseline gateway calibrates its load to
 // this machine's CPU, starts once every fixed-build row has cleared its
 // fault: it then runs beside the creep's wait for its ticket to resolve
-// (its 8m window forgetting the climb, ~6.5 min) and the none row's idle
+// (its 8m window forgetting the climb, ~4 min) and the none row's idle
 // stack, each a fixed gateway at the lab's rate or no traffic at all, and
 // not beside any fault's burst. Nothing that takes the CPU for seconds
 // (a backtest, Chromium) runs while any row watches its alerts.
@@ -290,7 +291,7 @@ func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, c
 	if err := wait(time.Until(injected.Add(sc.Observe)), "observe", nil); err != nil {
 		return err
 	}
-	burn, err := measureBurn(l, sc)
+	burn, err := measureBurn(l, sc, time.Since(injected))
 	r.burn = burn
 	if err != nil {
 		return err

@@ -25,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 )
 
 // span is how many ports below the ephemeral range Pick chooses from: far
@@ -85,9 +84,17 @@ func Pick() (Port, error) {
 	return Port{}, fmt.Errorf("free port: all %d ports from %d to %d are taken", n, first, lo-1)
 }
 
+// TB is the part of testing.TB that ForTest uses. The package does not
+// import testing: bench-proxy links it into a command.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
 // ForTest picks a port for a test, released when the test ends, and fails
 // the test when there is none.
-func ForTest(tb testing.TB) string {
+func ForTest(tb TB) string {
 	tb.Helper()
 	p, err := Pick()
 	if err != nil {

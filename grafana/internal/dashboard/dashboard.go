@@ -140,7 +140,7 @@ func Build() (dashboard.Dashboard, error) {
 			query(`slo:period_error_budget_remaining:ratio`, "{{sloth_slo}}"))).
 		WithPanel(single("Gateway build", "Which transcript parser is running: baseline (regexp + string +=) or fixed (HasPrefix + Builder).", "none",
 			query(`max by (variant) (gateway_build_info)`, "{{variant}}")).Span(3)).
-		WithPanel(single("Scenario", "The fault the lab's upstream injects now (make scenario S=…; none: a healthy upstream). The README's scenario table says what each must fire.", "none",
+		WithPanel(single("Scenario", "The fault the lab's upstream injects now (make scenario S=…; none: a healthy upstream). docs/scenarios.md's table says what each must fire.", "none",
 			query(activeScenario(""), "{{scenario}}")).Span(3).TextMode(common.BigValueTextModeName).GraphMode(common.BigValueGraphModeNone)).
 		WithPanel(series("Burn rate by window (stream latency)", "Error ratio over each alert window divided by the "+strconv.FormatFloat(100*slo.Budget, 'g', -1, 64)+" % budget. A page needs a long and its short window both over 14.4x or both over 6x (the lines).", "x", 12,
 			query(`{__name__=~"slo:sli_error:ratio_rate.+", sloth_slo="stream-latency", sloth_window!~"10h|30d"} / `+budget, "{{sloth_window}}")).

@@ -7,6 +7,7 @@ package benchproxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,10 @@ type Config struct {
 	// at a time through each target to time its first event and the gaps
 	// between events (0: skip).
 	LatencyStreams, LatencyEvents int
+	// LatencyPaceMS is the upstream's pause between the latency streams'
+	// events, in ms (0: 1 ms). What a proxy holds back until the next
+	// event arrives shows as a first-event delay that grows with it.
+	LatencyPaceMS int
 	// TranscriptBytes is the gateways' -max-transcript-bytes (0: their
 	// default, 1 MiB).
 	TranscriptBytes int
@@ -170,6 +175,9 @@ func (c *Config) check() error {
 		// The heap is read while every held stream is still in flight.
 		return fmt.Errorf("bench-proxy: memory run of %d streams read at %d events: want 1 ≤ events read < %d events per stream", c.MemStreams, c.MemEvents, c.Events)
 	}
+	if c.LatencyPaceMS < 0 || c.LatencyPaceMS > 1000 {
+		return fmt.Errorf("bench-proxy: latency pace %d ms: want 0 (the default, 1 ms) to 1000", c.LatencyPaceMS)
+	}
 	if c.LatencyStreams < 0 || (c.LatencyStreams > 0 && (c.LatencyEvents < 1 || c.LatencyEvents > c.Events)) {
 		// The upstream streams at most Events events.
 		return fmt.Errorf("bench-proxy: latency run of %d streams of %d events: want 1 to %d events", c.LatencyStreams, c.LatencyEvents, c.Events)
@@ -231,9 +239,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if cfg.LatencyStreams > 0 {
-		rep.LatencyPace = latencyPaceMS
+		rep.LatencyPace = cmp.Or(cfg.LatencyPaceMS, latencyPaceMS)
 		for _, t := range targets {
-			l, err := streamTimes(ctx, client, t, cfg.LatencyStreams, cfg.LatencyEvents)
+			l, err := streamTimes(ctx, client, t, cfg.LatencyStreams, cfg.LatencyEvents, rep.LatencyPace)
 			if err != nil {
 				// The rows measured so far are the run's too.
 				rep.Elapsed = time.Since(rep.Started).Round(time.Second).String()

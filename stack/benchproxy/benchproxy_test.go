@@ -187,3 +187,15 @@ func TestReadStream(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// TestLatencyPaceIsBounded: a negative pace or one over a second is a
+// mistake, said before anything is built.
+func TestLatencyPaceIsBounded(t *testing.T) {
+	for pace, ok := range map[int]bool{-1: false, 0: true, 5: true, 1000: true, 1001: false} {
+		c := Config{Root: ".", Targets: []string{Direct}, Events: 10, Streams: 1, BaselineStreams: 1, Concurrency: []int{1},
+			LatencyStreams: 1, LatencyEvents: 10, LatencyPaceMS: pace}
+		if err := c.check(); (err == nil) != ok {
+			t.Errorf("pace %d ms: %v, want ok %v", pace, err, ok)
+		}
+	}
+}

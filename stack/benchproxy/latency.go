@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// latencyPaceMS paces the latency run's streams, so that on a quiet
-// machine each event is a read of its own at the client.
+// latencyPaceMS paces the latency run's streams by default, so that on a
+// quiet machine each event is a read of its own at the client.
 const latencyPaceMS = 1
 
 // Latency is what a target adds to a stream's first event and to the gaps
@@ -31,11 +31,11 @@ type Latency struct {
 	GapP99Us float64 `json:"gap_p99_us"`
 }
 
-// streamTimes sends n paced streams of events tokens one after another
-// through url and measures each one's first event and every gap.
-func streamTimes(ctx context.Context, c *http.Client, t *target, n, events int) (Latency, error) {
+// streamTimes sends n streams of events tokens, paceMS apart, one after
+// another through url and measures each one's first event and every gap.
+func streamTimes(ctx context.Context, c *http.Client, t *target, n, events, paceMS int) (Latency, error) {
 	l := Latency{Target: t.name, Streams: n, Events: events}
-	body := requestBody(events, latencyPaceMS)
+	body := requestBody(events, paceMS)
 	var firsts, gaps []time.Duration
 	// The first stream opens the connections through the chain, which
 	// the others reuse, so it is not counted.

@@ -40,6 +40,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	memEvents := fs.Int("mem-events", 200, "events each held stream has received when the heap is read")
 	latStreams := fs.Int("latency-streams", 200, "paced streams sent one at a time through each target to time its first event and the gaps between events (0: skip)")
 	latEvents := fs.Int("latency-events", 100, "events per latency stream")
+	latPace := fs.Int("latency-pace-ms", 1, "ms the upstream waits between a latency stream's events (what a proxy holds until the next event shows as a first-event delay that grows with it)")
 	previous := fs.String("previous", "", "a git revision whose fixed gateway gets rows too, built from that revision's tree in this run (make bench-proxy: the gateway before its last change)")
 	seed := fs.Uint64("seed", 1, "seed of the streams' tokens")
 	out := fs.String("o", "", "also write the report as JSON to this file")
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rep, runErr := benchproxy.Run(ctx, benchproxy.Config{
 		Root: abs, Targets: strings.Split(*targets, ","), Events: *events, Streams: *streams, BaselineStreams: *baseline,
 		Concurrency: cs, MemStreams: *memStreams, MemEvents: *memEvents,
-		LatencyStreams: *latStreams, LatencyEvents: *latEvents, Previous: *previous, Seed: *seed, Log: stderr,
+		LatencyStreams: *latStreams, LatencyEvents: *latEvents, LatencyPaceMS: *latPace, Previous: *previous, Seed: *seed, Log: stderr,
 	})
 	if rep == nil {
 		return runErr

@@ -255,15 +255,21 @@ func (s Scenario) Share(elapsed time.Duration) float64 {
 }
 
 // WindowBurn is the burn rate slo should show over a window of the given
-// length that ends elapsed after the scenario was set: Burn scaled by the
-// average of the fault's share over the window to its last step's share.
-// For a one-step fault wholly inside the window that is Burn; a climb's
-// window holds several steps, and seconds before the scenario was set
-// count as none. A scenario without steps (the regression's burn is the
-// build's) always shows Burn.
+// length that ends elapsed after the scenario was set: the fault's share
+// averaged over the window, over the SLO's budget (Burn is the last
+// step's). For a one-step fault wholly inside the window that is Burn; a
+// climb's window holds several steps. Seconds before the scenario was set
+// count as none, which is what a window shows only if it lies inside the
+// load: the e2e measures 150 s or more after the injection, over 2
+// minutes. A window of no length is the burn at elapsed. An SLO the
+// scenario does not burn shows none, and a scenario without steps (the
+// regression's burn is the build's) always shows Burn.
 func (s Scenario) WindowBurn(slo string, elapsed, window time.Duration) float64 {
-	if len(s.Steps) == 0 || window <= 0 {
+	if _, burns := s.Burn[slo]; !burns || len(s.Steps) == 0 {
 		return s.Burn[slo]
+	}
+	if window <= 0 {
+		return s.Share(elapsed) / Budgets[slo]
 	}
 	// Integrate the step function over [elapsed-window, elapsed], one
 	// piece per step boundary inside it.
@@ -277,8 +283,7 @@ func (s Scenario) WindowBurn(slo string, elapsed, window time.Duration) float64 
 			sum += st.Share * (end - start).Seconds()
 		}
 	}
-	last := s.Steps[len(s.Steps)-1].Share
-	return s.Burn[slo] * sum / window.Seconds() / last
+	return sum / window.Seconds() / Budgets[slo]
 }
 
 // WithShare is the scenario with its fault hitting share of the streams

@@ -124,9 +124,15 @@ func TestWindowBurnAveragesTheStepsInTheWindow(t *testing.T) {
 		{creep, 30 * time.Second, 30 * time.Second, 1},
 		{creep, 10 * time.Minute, 2 * time.Minute, 4},
 		{reg, time.Minute, 2 * time.Minute, reg.Burn[StreamLatency]},
+		{creep, 45 * time.Second, 0, 2}, // no window: the burn at that instant
+		{Scenario{Steps: []Step{{Share: 0.01}, {After: time.Minute}}, Burn: map[string]float64{StreamLatency: 10}},
+			2 * time.Minute, 2 * time.Minute, 5}, // a fault that stops after a minute
 	} {
 		if got := c.sc.WindowBurn(StreamLatency, c.elapsed, c.width); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s over %v at %v: %vx, want %vx", c.sc.Name, c.width, c.elapsed, got, c.want)
 		}
+	}
+	if got := tail.WindowBurn(Availability, tail.Observe, 2*time.Minute); got != 0 {
+		t.Errorf("upstream-tail burns availability at %vx; it burns only stream latency", got)
 	}
 }

@@ -9,8 +9,10 @@ GO      ?= go
 # clone (CI's, or a clean-clone make test) recompiles every one of them,
 # in every configuration (-race, both gateway builds, lint's export data),
 # with nothing changed; with it a clone reuses the build cache. Commands
-# that do not take the flag ignore it.
-export GOFLAGS := -trimpath $(GOFLAGS)
+# that do not take the flag ignore it. Flags of your own (the environment,
+# the command line or go env -w) are kept after it.
+override GOFLAGS := -trimpath $(filter-out -trimpath,$(or $(GOFLAGS),$(shell $(GO) env GOFLAGS)))
+export GOFLAGS
 MODULES := ./shared/... ./gateway/... ./loadgen/... ./pager/... ./grafana/... ./grafana/plugin/... ./stack/...
 BIN     := bin
 # COUNT runs each unit test that many times: `make unit check-compose

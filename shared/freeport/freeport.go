@@ -99,6 +99,7 @@ func ForTest(tb TB) string {
 	p, err := Pick()
 	if err != nil {
 		tb.Fatal(err)
+		return "" // for a TB whose Fatal returns
 	}
 	tb.Cleanup(p.Release)
 	return p.Addr

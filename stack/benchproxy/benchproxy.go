@@ -7,7 +7,6 @@ package benchproxy
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,8 +56,9 @@ type Config struct {
 	// between events (0: skip).
 	LatencyStreams, LatencyEvents int
 	// LatencyPaceMS is the upstream's pause between the latency streams'
-	// events, in ms (0: 1 ms). What a proxy holds back until the next
-	// event arrives shows as a first-event delay that grows with it.
+	// events, in ms (0: none; bench-proxy's default is 1). What a proxy
+	// holds back until the next event arrives shows as a first-event
+	// delay that grows with it.
 	LatencyPaceMS int
 	// TranscriptBytes is the gateways' -max-transcript-bytes (0: their
 	// default, 1 MiB).
@@ -176,7 +176,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("bench-proxy: memory run of %d streams read at %d events: want 1 ≤ events read < %d events per stream", c.MemStreams, c.MemEvents, c.Events)
 	}
 	if c.LatencyPaceMS < 0 || c.LatencyPaceMS > 1000 {
-		return fmt.Errorf("bench-proxy: latency pace %d ms: want 0 (the default, 1 ms) to 1000", c.LatencyPaceMS)
+		return fmt.Errorf("bench-proxy: latency pace %d ms: want 0 (unpaced) to 1000", c.LatencyPaceMS)
 	}
 	if c.LatencyStreams < 0 || (c.LatencyStreams > 0 && (c.LatencyEvents < 1 || c.LatencyEvents > c.Events)) {
 		// The upstream streams at most Events events.
@@ -239,7 +239,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	if cfg.LatencyStreams > 0 {
-		rep.LatencyPace = cmp.Or(cfg.LatencyPaceMS, latencyPaceMS)
+		rep.LatencyPace = cfg.LatencyPaceMS
 		for _, t := range targets {
 			l, err := streamTimes(ctx, client, t, cfg.LatencyStreams, cfg.LatencyEvents, rep.LatencyPace)
 			if err != nil {

@@ -30,7 +30,7 @@ func TestSmoke(t *testing.T) {
 	defer cancel()
 	var log bytes.Buffer
 	cfg := Config{Root: "../..", Targets: targets, Events: 200, Streams: 3, BaselineStreams: 3,
-		Concurrency: []int{1, 2}, MemStreams: 20, MemEvents: 20, LatencyStreams: 3, LatencyEvents: 20, Previous: "HEAD", Seed: 1, Log: &log}
+		Concurrency: []int{1, 2}, MemStreams: 20, MemEvents: 20, LatencyStreams: 3, LatencyEvents: 20, LatencyPaceMS: 1, Previous: "HEAD", Seed: 1, Log: &log}
 	// The previous revision's gateway comes right after the fixed one.
 	all := slices.Insert(slices.Clone(targets), slices.Index(targets, Fixed)+1, Previous)
 	rep, err := Run(ctx, cfg)

@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// latencyPaceMS paces the latency run's streams by default, so that on a
-// quiet machine each event is a read of its own at the client.
-const latencyPaceMS = 1
-
 // Latency is what a target adds to a stream's first event and to the gaps
 // between its events, at the client, one stream at a time.
 type Latency struct {

@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	memEvents := fs.Int("mem-events", 200, "events each held stream has received when the heap is read")
 	latStreams := fs.Int("latency-streams", 200, "paced streams sent one at a time through each target to time its first event and the gaps between events (0: skip)")
 	latEvents := fs.Int("latency-events", 100, "events per latency stream")
-	latPace := fs.Int("latency-pace-ms", 1, "ms the upstream waits between a latency stream's events (what a proxy holds until the next event shows as a first-event delay that grows with it)")
+	latPace := fs.Int("latency-pace-ms", 1, "ms the upstream waits between a latency stream's events, 0 for none: at 1 ms each event is a read of its own at the client on a quiet machine, and what a proxy holds until the next event shows as a first-event delay that grows with the pace")
 	previous := fs.String("previous", "", "a git revision whose fixed gateway gets rows too, built from that revision's tree in this run (make bench-proxy: the gateway before its last change)")
 	seed := fs.Uint64("seed", 1, "seed of the streams' tokens")
 	out := fs.String("o", "", "also write the report as JSON to this file")

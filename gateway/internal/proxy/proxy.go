@@ -105,6 +105,10 @@ type Config struct {
 	MaxBody int64
 	// Limits bound what one upstream stream may cost.
 	Limits Limits
+	// drainWait bounds the wait for the upstream body's end after [DONE]
+	// (keepConnection; default drainWait). Tests lengthen it, so a
+	// loaded machine cannot decide whether a connection is kept.
+	drainWait time.Duration
 }
 
 // Handler serves the gateway's public API.
@@ -160,6 +164,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("proxy: stream limits must not be negative (0 takes the default): %+v", cfg.Limits)
 	}
 	cfg.UpstreamTimeout = orDefault(cfg.UpstreamTimeout, 10*time.Second)
+	cfg.drainWait = orDefault(cfg.drainWait, drainWait)
 	cfg.IdleTimeout = orDefault(cfg.IdleTimeout, 30*time.Second)
 	cfg.ClientWriteTimeout = orDefault(cfg.ClientWriteTimeout, 30*time.Second)
 	cfg.MaxLine = orDefault(cfg.MaxLine, 1<<20)

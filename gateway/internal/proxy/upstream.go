@@ -112,6 +112,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	s.acct.ignored(dec.Ignored())
 	switch {
 	case err == nil:
+		keepConnection(resp.Body, idle, h.cfg.drainWait)
 		return result{outcome: OutcomeOK, status: http.StatusOK}
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
 		return result{outcome: OutcomeClientCanceled, status: http.StatusOK, err: err.Error()}
@@ -139,6 +140,26 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	out.flush()
 	return result{outcome: OutcomeUpstreamError, status: http.StatusOK, reason: classifyReadError(err, context.Cause(ctx)), err: err.Error()}
 }
+
+// keepConnection reads the end of an upstream body after its [DONE], so
+// the connection goes back to the transport's pool: Go's client closes a
+// connection whose body is closed before its end, and the next stream
+// would dial another, at the cost of a connection's setup on both sides
+// and on that stream's first token. An upstream ends its body right after
+// [DONE] (the chunked encoding's last chunk follows at once); one that
+// sends more than drainBytes, or nothing for drainWait, has its connection
+// closed, as before, and holds the handler no longer than that. What it
+// sends after [DONE] is not the stream's, and is discarded.
+func keepConnection(body io.Reader, idle *time.Timer, wait time.Duration) {
+	idle.Reset(wait) // its cancel cuts the read
+	_, _ = io.CopyN(io.Discard, body, drainBytes)
+	idle.Stop()
+}
+
+const (
+	drainBytes = 4 << 10
+	drainWait  = 20 * time.Millisecond
+)
 
 // isRedirect says whether status is one a client would follow (3xx with a
 // Location; 304 answers a conditional request the gateway never makes, and

@@ -47,6 +47,14 @@ type Config struct {
 	Streams         int      // measured streams per row
 	BaselineStreams int      // per row of the baseline gateway, whose streams take seconds each
 	Concurrency     []int    // a row per target and concurrency
+	// Rounds splits each row's streams into this many turns, taken in
+	// turn with every other row's, so a drift in what the machine gives
+	// (another tenant of the host, its clock) falls on every row alike
+	// rather than on whichever ran while it lasted: a ratio of one run is
+	// then a ratio of like with like (0: 1, the rows one after another).
+	// A row with too few streams to keep its concurrency busy in each
+	// turn (the baseline's) takes fewer turns.
+	Rounds int
 	// MemStreams streams are held open at once through each Go proxy to
 	// measure its heap per in-flight stream (0: skip), once each has
 	// received MemEvents events.
@@ -78,12 +86,14 @@ type Report struct {
 	// Gateway is the repository's revision the gateways were built from.
 	Gateway string `json:"gateway_revision"`
 	// Previous is the revision the Previous target was built from.
-	Previous string    `json:"previous_revision,omitempty"`
-	Events   int       `json:"events_per_stream"`
-	Rows     []Row     `json:"rows"`
-	Memory   []Memory  `json:"memory,omitempty"`
-	MemPace  int       `json:"memory_pace_ms,omitempty"`
-	Latency  []Latency `json:"latency,omitempty"`
+	Previous string `json:"previous_revision,omitempty"`
+	Events   int    `json:"events_per_stream"`
+	Rows     []Row  `json:"rows"`
+	// Rounds is how many turns the rows were measured in (Config.Rounds).
+	Rounds  int       `json:"rounds,omitempty"`
+	Memory  []Memory  `json:"memory,omitempty"`
+	MemPace int       `json:"memory_pace_ms,omitempty"`
+	Latency []Latency `json:"latency,omitempty"`
 	// LatencyPace is the latency run's upstream pace.
 	LatencyPace int `json:"latency_pace_ms,omitempty"`
 }
@@ -138,6 +148,10 @@ func (c *Config) check() error {
 	if c.Events < 1 || c.Streams < 1 || c.BaselineStreams < 1 {
 		return fmt.Errorf("bench-proxy: events (%d), streams (%d) and baseline streams (%d) must be positive", c.Events, c.Streams, c.BaselineStreams)
 	}
+	if c.Rounds < 0 {
+		return fmt.Errorf("bench-proxy: rounds (%d) must not be negative", c.Rounds)
+	}
+	c.Rounds = max(c.Rounds, 1)
 	if len(c.Concurrency) == 0 || slices.ContainsFunc(c.Concurrency, func(n int) bool { return n < 1 }) {
 		return fmt.Errorf("bench-proxy: concurrency %v: want positive numbers", c.Concurrency)
 	}
@@ -222,22 +236,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	client := newClient()
 	defer client.CloseIdleConnections()
-	var failed int
-	for _, t := range targets {
-		streams := cfg.Streams
-		if t.name == Baseline {
-			streams = cfg.BaselineStreams
-		}
-		for _, conc := range cfg.Concurrency {
-			row, err := runRow(ctx, client, t, cfg.Events, streams, conc)
-			if err != nil {
-				return nil, err
-			}
-			failed += row.Failures
-			say("%-16s c=%d: %d streams, %d failed, %s CPU ms/stream, %s streams/s", t.name, conc, row.Streams, row.Failures, num(row.CPUMsPerStream), num(row.StreamsPerSec))
-			rep.Rows = append(rep.Rows, row)
-		}
+	rows, err := interleave(ctx, client, targets, cfg)
+	if err != nil {
+		return nil, err
 	}
+	var failed int
+	for _, row := range rows {
+		failed += row.Failures
+		say("%-16s c=%d: %d streams, %d failed, %s CPU ms/stream, %s streams/s", row.Target, row.Concurrency, row.Streams, row.Failures, num(row.CPUMsPerStream), num(row.StreamsPerSec))
+	}
+	rep.Rows, rep.Rounds = rows, cfg.Rounds
 	if cfg.LatencyStreams > 0 {
 		rep.LatencyPace = cfg.LatencyPaceMS
 		for _, t := range targets {
@@ -443,35 +451,88 @@ func build(ctx context.Context, root, out, pkg, tags string) error {
 
 // runRow warms the chain up with one short stream per worker, then runs
 // the row's streams and takes the server's CPU before and after.
-func runRow(ctx context.Context, c *http.Client, t *target, events, streams, conc int) (Row, error) {
-	row := Row{Target: t.name, Concurrency: conc, Streams: streams}
+// interleave measures a row per target and concurrency, in cfg.Rounds
+// rounds: each round runs a share of every row's streams, the rows in
+// turn.
+func interleave(ctx context.Context, c *http.Client, targets []*target, cfg Config) ([]Row, error) {
+	type tally struct {
+		t         *target
+		conc      int
+		streams   int // the row's, over every round
+		rounds    int // how many of the rounds it takes a turn in
+		res       loadResult
+		cpu, wall time.Duration
+	}
+	var tallies []*tally
+	for _, t := range targets {
+		streams := cfg.Streams
+		if t.name == Baseline {
+			streams = cfg.BaselineStreams
+		}
+		for _, conc := range cfg.Concurrency {
+			rounds := max(1, min(cfg.Rounds, streams/conc))
+			tallies = append(tallies, &tally{t: t, conc: conc, streams: streams, rounds: rounds})
+		}
+	}
+	for round := range cfg.Rounds {
+		for _, ty := range tallies {
+			if round >= ty.rounds {
+				continue
+			}
+			// This round's share: the streams a row's rounds split evenly,
+			// the first rounds taking one more each while some are left.
+			n := ty.streams/ty.rounds + min(1, max(0, ty.streams%ty.rounds-round))
+			res, cpu, err := runTurn(ctx, c, ty.t, cfg.Events, n, ty.conc)
+			if err != nil {
+				return nil, err
+			}
+			if ty.res.firstErr == nil {
+				ty.res.firstErr = res.firstErr
+			}
+			ty.res.failures += res.failures
+			ty.res.durations = append(ty.res.durations, res.durations...)
+			ty.cpu += cpu
+			ty.wall += res.wall
+		}
+	}
+	rows := make([]Row, 0, len(tallies))
+	for _, ty := range tallies {
+		// The streams the turns ran, which the split must add up to.
+		measured := len(ty.res.durations) + ty.res.failures
+		row := Row{Target: ty.t.name, Concurrency: ty.conc, Streams: measured, Failures: ty.res.failures}
+		if ty.res.firstErr != nil {
+			row.FirstError = ty.res.firstErr.Error()
+		}
+		row.CPUMsPerStream = ms(ty.cpu) / float64(measured)
+		slices.Sort(ty.res.durations) // each turn's are sorted, not their union
+		row.StreamsPerSec = float64(len(ty.res.durations)) / ty.wall.Seconds()
+		row.P50Ms, row.P99Ms = ms(quantile(ty.res.durations, 0.5)), ms(quantile(ty.res.durations, 0.99))
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// runTurn runs n streams through t, conc at a time, after a warm-up (the
+// target may have sat idle while the other rows ran), and returns what
+// they did and the CPU t's processes spent on them.
+func runTurn(ctx context.Context, c *http.Client, t *target, events, n, conc int) (loadResult, time.Duration, error) {
 	if err := t.proc.alive(); err != nil {
-		return row, fmt.Errorf("bench-proxy: %w", err)
+		return loadResult{}, 0, fmt.Errorf("bench-proxy: %w", err)
 	}
 	warm := runLoad(ctx, c, t.url, requestBody(warmupEvents, 0), conc, conc, EventsPerStream(warmupEvents))
 	if warm.failures > 0 {
-		return row, fmt.Errorf("bench-proxy: %s: warm-up streams failed: %w", t.name, warm.firstErr)
+		return loadResult{}, 0, fmt.Errorf("bench-proxy: %s: warm-up streams failed: %w", t.name, warm.firstErr)
 	}
 	cpu0, err := t.proc.cpu()
 	if err != nil {
-		return row, err
+		return loadResult{}, 0, err
 	}
-	res := runLoad(ctx, c, t.url, requestBody(events, 0), streams, conc, EventsPerStream(events))
+	res := runLoad(ctx, c, t.url, requestBody(events, 0), n, conc, EventsPerStream(events))
 	cpu1, err := t.proc.cpu()
 	if err != nil {
-		return row, err
+		return loadResult{}, 0, err
 	}
-	if err := ctx.Err(); err != nil {
-		return row, err
-	}
-	row.Failures = res.failures
-	if res.firstErr != nil {
-		row.FirstError = res.firstErr.Error()
-	}
-	row.CPUMsPerStream = ms(cpu1-cpu0) / float64(streams)
-	row.StreamsPerSec = float64(len(res.durations)) / res.wall.Seconds()
-	row.P50Ms, row.P99Ms = ms(quantile(res.durations, 0.5)), ms(quantile(res.durations, 0.99))
-	return row, nil
+	return res, cpu1 - cpu0, ctx.Err()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

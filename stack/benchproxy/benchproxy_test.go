@@ -29,7 +29,9 @@ func TestSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var log bytes.Buffer
-	cfg := Config{Root: "../..", Targets: targets, Events: 200, Streams: 3, BaselineStreams: 3,
+	// Two rounds: each c=1 row runs its streams in two turns (2 and 1),
+	// each c=2 row in one, as too few for two turns at that concurrency.
+	cfg := Config{Root: "../..", Targets: targets, Events: 200, Streams: 3, BaselineStreams: 3, Rounds: 2,
 		Concurrency: []int{1, 2}, MemStreams: 20, MemEvents: 20, LatencyStreams: 3, LatencyEvents: 20, LatencyPaceMS: 1, Previous: "HEAD", Seed: 1, Log: &log}
 	// The previous revision's gateway comes right after the fixed one.
 	all := slices.Insert(slices.Clone(targets), slices.Index(targets, Fixed)+1, Previous)

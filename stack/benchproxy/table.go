@@ -22,7 +22,10 @@ func WriteTable(w io.Writer, r *Report) error {
 	if r.Previous != "" {
 		fmt.Fprintf(w, "%s: the fixed gateway built from revision %s, in the same run\n", Previous, r.Previous)
 	}
-	fmt.Fprintf(w, "CPU: the server's own processes (every thread's run time, before and after the row); the upstream's only in \"direct\", the load generator's in none\n\n")
+	if r.Rounds > 1 {
+		fmt.Fprintf(w, "rounds: each row measured in %d turns, the rows taking theirs in turn (the baseline's, with few streams, in fewer), so the machine's drift falls on every row alike\n", r.Rounds)
+	}
+	fmt.Fprintf(w, "CPU: the server's own processes (every thread's run time, before and after each turn); the upstream's only in \"direct\", the load generator's in none\n\n")
 
 	rp := map[int]Row{}
 	for _, row := range r.Rows {

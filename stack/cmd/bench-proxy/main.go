@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	baseline := fs.Int("baseline-streams", 8, "measured streams per row of the baseline gateway (each takes seconds)")
 	events := fs.Int("events", 10000, "content events per stream")
 	conc := fs.String("concurrency", "1,8", "comma-separated concurrencies: a row per target and concurrency")
+	rounds := fs.Int("rounds", 5, "measure each row in this many turns, taken in turn with the other rows', so the machine's drift falls on every row alike")
 	targets := fs.String("targets", strings.Join(benchproxy.AllTargets(), ","), "comma-separated targets")
 	memStreams := fs.Int("mem-streams", 200, "streams held open at once to measure each Go proxy's heap per stream (0: skip)")
 	memEvents := fs.Int("mem-events", 200, "events each held stream has received when the heap is read")
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rep, runErr := benchproxy.Run(ctx, benchproxy.Config{
 		Root: abs, Targets: strings.Split(*targets, ","), Events: *events, Streams: *streams, BaselineStreams: *baseline,
-		Concurrency: cs, MemStreams: *memStreams, MemEvents: *memEvents,
+		Concurrency: cs, Rounds: *rounds, MemStreams: *memStreams, MemEvents: *memEvents,
 		LatencyStreams: *latStreams, LatencyEvents: *latEvents, LatencyPaceMS: *latPace, Previous: *previous, Seed: *seed, Log: stderr,
 	})
 	if rep == nil {

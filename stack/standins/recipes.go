@@ -121,6 +121,7 @@ type prom struct {
 	module   string   // github.com/prometheus/prometheus
 	tools    string   // tools/prometheus: the module that pins it
 	binaries []string // the commands built from module/cmd/, the first the entrypoint
+	tags     []string // build tags besides netgo
 	config   string   // the example configuration in the module
 	data     string   // /prometheus
 	port     int
@@ -184,6 +185,7 @@ func (p prom) build(ctx context.Context, m Machine, out string) (b goBuild, dir,
 	release = strings.TrimSpace(string(rel))
 	b = goBuild{
 		module:  p.tools,
+		tags:    p.tags,
 		ldflags: "-X github.com/prometheus/common/version.Version=" + release + " -X github.com/prometheus/common/version.BuildUser=burnlab-standin",
 		out:     out,
 		patch:   p.patch,
@@ -229,10 +231,15 @@ func Tools(ctx context.Context, root, goCmd, dir string, log io.Writer) error {
 var prometheus = prom{
 	name: "prometheus", module: "github.com/prometheus/prometheus", tools: "tools/prometheus",
 	binaries: []string{"prometheus", "promtool"},
-	config:   "documentation/examples/prometheus.yml",
-	data:     "/prometheus", port: 9090,
+	// Without the service discoveries Prometheus 3.10 and later leave out
+	// for this tag (the cloud providers' among them): burnlab scrapes
+	// static targets only, and their SDKs were a sixth of the packages the
+	// build compiled.
+	tags:   []string{"remove_all_sd"},
+	config: "documentation/examples/prometheus.yml",
+	data:   "/prometheus", port: 9090,
 	cmd:     []string{"--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"},
-	differs: "no web UI (its React build needs npm): the API, /-/ready and /metrics are Prometheus's own",
+	differs: "no web UI (its React build needs npm): the API, /-/ready and /metrics are Prometheus's own; built with the remove_all_sd tag, so without the cloud providers' service discoveries (burnlab's targets are static)",
 }
 
 // alertmanagerUI is the page Alertmanager's web UI serves in the stand-in.

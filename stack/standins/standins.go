@@ -263,6 +263,7 @@ func importLayout(ctx context.Context, e Engine, ref string, changes []string, l
 type goBuild struct {
 	module  string // tools/prometheus, relative to the repo
 	pkgs    []string
+	tags    []string // build tags besides netgo
 	ldflags string
 	out     string // the folder the binaries go to
 	patch   *patch
@@ -270,7 +271,8 @@ type goBuild struct {
 
 // args are the go build flags, shared by the build and its description.
 func (b goBuild) args() []string {
-	return append([]string{"build", "-trimpath", "-tags", "netgo", "-ldflags", b.ldflags}, b.pkgs...)
+	tags := strings.Join(append([]string{"netgo"}, b.tags...), ",")
+	return append([]string{"build", "-trimpath", "-tags", tags, "-ldflags", b.ldflags}, b.pkgs...)
 }
 
 func (b goBuild) env() []string {

@@ -121,7 +121,9 @@ func TestGoBuildDescriptionFollowsItsInputs(t *testing.T) {
 	m2.GoVersion = "go1.1"
 	b2 := b
 	b2.patch = &patch{module: "example.com", add: map[string]string{"ui/index.html": "x"}}
-	for name, got := range map[string]string{"go.sum": sum, "toolchain": d(b, m2), "patch": d(b2, m)} {
+	b3 := b
+	b3.tags = []string{"remove_all_sd"}
+	for name, got := range map[string]string{"go.sum": sum, "toolchain": d(b, m2), "patch": d(b2, m), "tags": d(b3, m)} {
 		if got == base {
 			t.Errorf("a changed %s left the description as it was", name)
 		}

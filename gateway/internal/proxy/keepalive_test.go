@@ -54,20 +54,30 @@ func TestUpstreamConnectionsAreKeptAcrossStreams(t *testing.T) {
 	if got := l.outcomes(t, OutcomeOK); got != streams {
 		t.Errorf("%d streams ok, want %d", got, streams)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(conns) != 1 {
 		t.Errorf("%d streams took %d upstream connections, want 1: the gateway closed each before its end", streams, len(conns))
 	}
 }
 
-// An upstream that keeps its body open after [DONE], silent or sending
-// on for ever, does not hold the stream: the gateway reads at most
-// drainBytes for at most drainWait, then closes the connection. Were the
-// wait unbounded, these upstreams would hold the handler until the test's
-// deadline.
+// An upstream that keeps its body open after [DONE] does not hold the
+// stream: the gateway reads what follows for at most drainWait (the
+// silent one) and at most drainBytes of it (the one sending for ever,
+// given an hour's wait, so that only the byte bound can let it go), and
+// does not wait at all on a connection the upstream said it will close
+// (given an hour too). Each upstream holds its body open until the client
+// has read the gateway's whole answer, so were a bound missing, the two
+// would wait on each other until the test's deadline.
 func TestAnUpstreamThatGoesOnAfterDONEIsLetGo(t *testing.T) {
-	for name, after := range map[string]func(http.ResponseWriter){
-		"silent": func(http.ResponseWriter) {},
-		"sending": func(w http.ResponseWriter) {
+	for _, c := range []struct {
+		name  string
+		wait  time.Duration // the drain's; 0: the gateway's default
+		close bool          // the upstream answers Connection: close
+		after func(http.ResponseWriter)
+	}{
+		{name: "silent", after: func(http.ResponseWriter) {}},
+		{name: "sending", wait: time.Hour, after: func(w http.ResponseWriter) {
 			// Each line flushed: a chunk left half sent would hold the
 			// gateway's reads, [DONE] among them (net/http's chunked
 			// reader waits for a chunk's end).
@@ -77,26 +87,32 @@ func TestAnUpstreamThatGoesOnAfterDONEIsLetGo(t *testing.T) {
 				}
 				w.(http.Flusher).Flush()
 			}
-		},
+		}},
+		{name: "closing", wait: time.Hour, close: true, after: func(http.ResponseWriter) {}},
 	} {
-		t.Run(name, func(t *testing.T) {
-			closed := make(chan struct{})
+		t.Run(c.name, func(t *testing.T) {
+			release := make(chan struct{})
 			l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
-				defer close(closed)
 				w.Header().Set("Content-Type", "text/event-stream")
+				if c.close {
+					w.Header().Set("Connection", "close")
+				}
 				io.WriteString(w, chunkLine("hello")+"\n\ndata: [DONE]\n\n")
 				w.(http.Flusher).Flush()
-				after(w)
-				<-r.Context().Done()
-			})
+				c.after(w)
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}, func(cfg *Config) { cfg.drainWait = c.wait })
 			_, body := l.stream(t)
+			close(release)
 			if text, done, errs := contents(t, body); text != "hello" || !done || len(errs) > 0 {
 				t.Errorf("client read %q, [DONE] %v, errors %q; want hello and [DONE]\n%s", text, done, errs, body)
 			}
 			if strings.Contains(body, "more") {
 				t.Errorf("what followed [DONE] reached the client:\n%s", body)
 			}
-			<-closed // the gateway closed the connection
 			if got := l.outcomes(t, OutcomeOK); got != 1 {
 				t.Errorf("%d streams ok, want 1", got)
 			}

@@ -112,7 +112,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	s.acct.ignored(dec.Ignored())
 	switch {
 	case err == nil:
-		keepConnection(resp.Body, idle, h.cfg.drainWait)
+		keepConnection(resp, idle, h.cfg.drainWait)
 		return result{outcome: OutcomeOK, status: http.StatusOK}
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
 		return result{outcome: OutcomeClientCanceled, status: http.StatusOK, err: err.Error()}
@@ -142,17 +142,24 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 }
 
 // keepConnection reads the end of an upstream body after its [DONE], so
-// the connection goes back to the transport's pool: Go's client closes a
-// connection whose body is closed before its end, and the next stream
-// would dial another, at the cost of a connection's setup on both sides
-// and on that stream's first token. An upstream ends its body right after
-// [DONE] (the chunked encoding's last chunk follows at once); one that
-// sends more than drainBytes, or nothing for drainWait, has its connection
-// closed, as before, and holds the handler no longer than that. What it
-// sends after [DONE] is not the stream's, and is discarded.
-func keepConnection(body io.Reader, idle *time.Timer, wait time.Duration) {
+// the connection goes back to the transport's pool: Go's client closes an
+// HTTP/1 connection whose body is closed before its end, and the next
+// stream would dial another, at the cost of a connection's setup on both
+// sides and on that stream's first token. An upstream ends its body right
+// after [DONE] (the chunked encoding's last chunk follows at once); one
+// that sends more than drainBytes, or has not ended its body within
+// drainWait, has its connection closed, as before. The client has [DONE]
+// already, but its response ends, and the stream's slot and duration with
+// it, when the drain does: at most drainWait later. What the upstream
+// sends after [DONE] is not the stream's, and is discarded. A connection
+// that cannot be kept (the upstream said Connection: close) or needs no
+// drain to be (HTTP/2, whose streams end on their own) is not waited for.
+func keepConnection(resp *http.Response, idle *time.Timer, wait time.Duration) {
+	if resp.Close || resp.ProtoMajor != 1 {
+		return
+	}
 	idle.Reset(wait) // its cancel cuts the read
-	_, _ = io.CopyN(io.Discard, body, drainBytes)
+	_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
 	idle.Stop()
 }
 

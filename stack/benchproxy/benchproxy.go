@@ -449,17 +449,17 @@ func build(ctx context.Context, root, out, pkg, tags string) error {
 	return nil
 }
 
-// runRow warms the chain up with one short stream per worker, then runs
-// the row's streams and takes the server's CPU before and after.
 // interleave measures a row per target and concurrency, in cfg.Rounds
 // rounds: each round runs a share of every row's streams, the rows in
-// turn.
+// turn, each round starting one row further on, so no row always follows
+// the same one. A row that takes fewer turns (turns) takes them spread
+// over the rounds, not bunched in the first.
 func interleave(ctx context.Context, c *http.Client, targets []*target, cfg Config) ([]Row, error) {
 	type tally struct {
 		t         *target
 		conc      int
 		streams   int // the row's, over every round
-		rounds    int // how many of the rounds it takes a turn in
+		turns     int // how many of the rounds it takes a turn in
 		res       loadResult
 		cpu, wall time.Duration
 	}
@@ -470,22 +470,22 @@ func interleave(ctx context.Context, c *http.Client, targets []*target, cfg Conf
 			streams = cfg.BaselineStreams
 		}
 		for _, conc := range cfg.Concurrency {
-			rounds := max(1, min(cfg.Rounds, streams/conc))
-			tallies = append(tallies, &tally{t: t, conc: conc, streams: streams, rounds: rounds})
+			tallies = append(tallies, &tally{t: t, conc: conc, streams: streams, turns: turns(streams, conc, cfg.Rounds)})
 		}
 	}
 	for round := range cfg.Rounds {
-		for _, ty := range tallies {
-			if round >= ty.rounds {
+		for i := range tallies {
+			ty := tallies[(round+i)%len(tallies)]
+			turn, ok := turnIn(round, ty.turns, cfg.Rounds)
+			if !ok {
 				continue
 			}
-			// This round's share: the streams a row's rounds split evenly,
-			// the first rounds taking one more each while some are left.
-			n := ty.streams/ty.rounds + min(1, max(0, ty.streams%ty.rounds-round))
+			n := share(ty.streams, ty.turns, turn)
 			res, cpu, err := runTurn(ctx, c, ty.t, cfg.Events, n, ty.conc)
 			if err != nil {
 				return nil, err
 			}
+			fmt.Fprintf(cfg.Log, "bench-proxy: round %d/%d: %-16s c=%d: %d streams\n", round+1, cfg.Rounds, ty.t.name, ty.conc, n)
 			if ty.res.firstErr == nil {
 				ty.res.firstErr = res.firstErr
 			}
@@ -497,7 +497,7 @@ func interleave(ctx context.Context, c *http.Client, targets []*target, cfg Conf
 	}
 	rows := make([]Row, 0, len(tallies))
 	for _, ty := range tallies {
-		// The streams the turns ran, which the split must add up to.
+		// The streams the turns ran, which the shares must add up to.
 		measured := len(ty.res.durations) + ty.res.failures
 		row := Row{Target: ty.t.name, Concurrency: ty.conc, Streams: measured, Failures: ty.res.failures}
 		if ty.res.firstErr != nil {
@@ -510,6 +510,24 @@ func interleave(ctx context.Context, c *http.Client, targets []*target, cfg Conf
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// turns is how many of rounds a row of streams at conc takes a turn in:
+// every round, unless that would leave a turn fewer streams than conc
+// (its workers idle), then as many as keep each turn at conc; at least 1.
+func turns(streams, conc, rounds int) int { return max(1, min(rounds, streams/conc)) }
+
+// turnIn says whether a row of turns turns takes one in round (of
+// rounds), and which: the turns spread evenly over the rounds.
+func turnIn(round, turns, rounds int) (turn int, ok bool) {
+	turn = round * turns / rounds
+	return turn, (round+1)*turns/rounds > turn
+}
+
+// share is a turn's share of a row's streams: the turns split them
+// evenly, the first taking one more each while some are left over.
+func share(streams, turns, turn int) int {
+	return streams/turns + min(1, max(0, streams%turns-turn))
 }
 
 // runTurn runs n streams through t, conc at a time, after a warm-up (the

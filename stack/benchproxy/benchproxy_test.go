@@ -201,3 +201,45 @@ func TestLatencyPaceIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// A row's turns run each of its streams once, each turn with enough
+// streams to keep its workers busy, and every turn index is taken once
+// over the rounds, spread over them: the last round always holds one, so
+// a row of few turns is not measured only while the run is young.
+func TestTurnsRunEveryStreamOnce(t *testing.T) {
+	for streams := 1; streams <= 40; streams++ {
+		for _, conc := range []int{1, 2, 8} {
+			for rounds := 1; rounds <= 6; rounds++ {
+				n := turns(streams, conc, rounds)
+				var taken []int
+				sum, last := 0, -1
+				for round := range rounds {
+					turn, ok := turnIn(round, n, rounds)
+					if !ok {
+						continue
+					}
+					taken, last = append(taken, turn), round
+					s := share(streams, n, turn)
+					if s < min(conc, streams) {
+						t.Errorf("%d streams at c=%d in %d rounds: turn %d runs %d, fewer than its %d workers", streams, conc, rounds, turn, s, conc)
+					}
+					sum += s
+				}
+				if last != rounds-1 {
+					t.Errorf("%d streams at c=%d in %d rounds: the last turn is in round %d, not the last", streams, conc, rounds, last)
+				}
+				if want := iotaInts(n); !slices.Equal(taken, want) || sum != streams {
+					t.Errorf("%d streams at c=%d in %d rounds: turns %v running %d streams, want turns %v running all %d", streams, conc, rounds, taken, sum, want, streams)
+				}
+			}
+		}
+	}
+}
+
+func iotaInts(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}

@@ -232,14 +232,14 @@ var prometheus = prom{
 	name: "prometheus", module: "github.com/prometheus/prometheus", tools: "tools/prometheus",
 	binaries: []string{"prometheus", "promtool"},
 	// Without the service discoveries Prometheus 3.10 and later leave out
-	// for this tag (the cloud providers' among them): burnlab scrapes
-	// static targets only, and their SDKs were a sixth of the packages the
-	// build compiled.
+	// for this tag (DNS, Consul, Docker and the cloud providers' among
+	// them): burnlab scrapes static targets only, and the cloud SDKs were a
+	// sixth of the packages the build compiled.
 	tags:   []string{"remove_all_sd"},
 	config: "documentation/examples/prometheus.yml",
 	data:   "/prometheus", port: 9090,
 	cmd:     []string{"--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"},
-	differs: "no web UI (its React build needs npm): the API, /-/ready and /metrics are Prometheus's own; built with the remove_all_sd tag, so without the cloud providers' service discoveries (burnlab's targets are static)",
+	differs: "no web UI (its React build needs npm): the API, /-/ready and /metrics are Prometheus's own; built with the remove_all_sd tag, so without the service discoveries burnlab does not use, DNS, Consul, Docker and the cloud providers' among them (its targets are static)",
 }
 
 // alertmanagerUI is the page Alertmanager's web UI serves in the stand-in.

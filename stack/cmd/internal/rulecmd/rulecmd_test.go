@@ -47,3 +47,35 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+func TestRunWithSpec(t *testing.T) {
+	dir := t.TempDir()
+	in, spec := filepath.Join(dir, "slo.yml"), filepath.Join(dir, "spec.yml")
+	if err := os.WriteFile(in, []byte("rules\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(spec, []byte("spec\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	join := func(rules, spec []byte) ([]byte, error) { return append(rules, spec...), nil }
+	if err := RunWithSpec("step", "test", []string{"-in", in, "-spec", spec}, join); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(in); string(b) != "rules\nspec\n" {
+		t.Errorf("-in holds %q, want the rules and the spec the transform saw", b)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-in", in}, "want -spec"},
+		{[]string{"-in", in, "-spec", filepath.Join(dir, "missing.yml")}, "no such file"},
+	} {
+		if err := RunWithSpec("step", "test", c.args, join); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want an error saying %q", c.args, err, c.want)
+		}
+	}
+	if err := Run("step", "test", []string{"-in", in, "-spec", spec}, func(b []byte) ([]byte, error) { return b, nil }); err == nil {
+		t.Error("Run took -spec, which only RunWithSpec has")
+	}
+}

@@ -51,6 +51,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"burnlab/shared/slo"
+	"burnlab/stack/guard"
 )
 
 // term is one window of Sloth's alert expression:
@@ -63,6 +64,11 @@ var rest = regexp.MustCompile(`^[\s()]*(?:and|or|[\s()])*$`)
 
 var slothID = regexp.MustCompile(`sloth_id="([^"]+)"`)
 
+// guarded is a pair's minimum-traffic guard, which stack/guard writes
+// after the pair's long window:
+// and on(sloth_id) slo:sli_events:increase<W>{sloth_id="<id>"} >= (1 / (<factor> * <budget>))
+var guarded = regexp.MustCompile(`and on\(sloth_id\)\s+` + regexp.QuoteMeta(guard.Record) + `([0-9a-z]+)\{sloth_id="([^"]+)"\} >= \(1 / \(([0-9.e+-]+) \* ([0-9.e+-]+)\)\)`)
+
 // An Alert is what this package reads of one Sloth alert.
 type Alert struct {
 	Name, ID string
@@ -71,6 +77,9 @@ type Alert struct {
 	// 1 − objective in float64), so the burn matches the alert's own
 	// comparison.
 	Budget string
+	// Guarded says each pair has stack/guard's minimum-traffic guard: it
+	// fires only when its long window holds guard.MinEvents events.
+	Guarded bool
 }
 
 // Parse reads a Sloth alert's expression. Anything that is not Sloth's
@@ -82,7 +91,12 @@ func Parse(name, expr string) (Alert, error) {
 	if len(ms) == 0 || len(ms)%2 != 0 {
 		return a, fmt.Errorf("alert %s: %d window terms, want pairs of Sloth's max(slo:sli_error:ratio_rate<W>{…} > (F * B)) without (sloth_window)", name, len(ms))
 	}
-	if left := term.ReplaceAllString(expr, ""); !rest.MatchString(left) {
+	gs := guarded.FindAllStringSubmatch(expr, -1)
+	if len(gs) > 0 && len(gs) != len(ms)/2 {
+		return a, fmt.Errorf("alert %s: %d guards for %d window pairs, want one each or none", name, len(gs), len(ms)/2)
+	}
+	a.Guarded = len(gs) > 0
+	if left := term.ReplaceAllString(guarded.ReplaceAllString(expr, ""), ""); !rest.MatchString(left) {
 		return a, fmt.Errorf("alert %s: the expression holds more than Sloth's window pairs: %.80q", name, strings.TrimSpace(left))
 	}
 	for i := 0; i < len(ms); i += 2 {
@@ -102,6 +116,11 @@ func Parse(name, expr string) (Alert, error) {
 		factor, err3 := strconv.ParseFloat(s[3], 64)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return a, fmt.Errorf("alert %s: %w", name, err)
+		}
+		if a.Guarded {
+			if g := gs[i/2]; g[1] != l[1] || g[2] != a.ID || g[3] != l[3] || g[4] != a.Budget {
+				return a, fmt.Errorf("alert %s: the guard of pair %s/%s is not over its long window, SLO, factor and budget", name, s[1], l[1])
+			}
 		}
 		a.Pairs = append(a.Pairs, slo.Pair{Short: time.Duration(short), Long: time.Duration(long), Factor: factor})
 	}
@@ -143,13 +162,25 @@ func (a Alert) burns() string {
 			fmt.Fprintf(&b, "{{ %s := -1.0 }}{{ with query `slo:sli_error:ratio_rate%s{sloth_id=%q} / %s` }}{{ %s = . | first | value }}{{ end }}",
 				w.v, window(w.d), a.ID, a.Budget, w.v)
 		}
+		if a.Guarded {
+			fmt.Fprintf(&b, "{{ $n%d := -1.0 }}{{ with query `%s%s{sloth_id=%q}` }}{{ $n%d = . | first | value }}{{ end }}",
+				i, guard.Record, window(p.Long), a.ID, i)
+		}
 	}
 	return b.String()
 }
 
-// fired is the condition that pair i fired through.
-func fired(i int, p slo.Pair) string {
-	return fmt.Sprintf("and (gt $s%d %s) (gt $l%d %s)", i, float(p.Factor), i, float(p.Factor))
+// fired is the condition that pair i fired through: both burns over the
+// factor and, when guarded, the long window holding its least events.
+func (a Alert) fired(i int, p slo.Pair) string {
+	cond := fmt.Sprintf("and (gt $s%d %s) (gt $l%d %s)", i, float(p.Factor), i, float(p.Factor))
+	if a.Guarded {
+		// The budget as the expression writes it, so the template's
+		// least is the very float64 Prometheus compares with.
+		b, _ := strconv.ParseFloat(a.Budget, 64)
+		cond += fmt.Sprintf(" (ge $n%d %s)", i, float(guard.MinEvents(p.Factor, b)))
+	}
+	return cond
 }
 
 func show(v string) string {
@@ -169,7 +200,7 @@ func (a Alert) burnRate() string {
 		if i == 0 {
 			verb = "if"
 		}
-		fmt.Fprintf(&b, "{{ %s %s }}%s, over %sx", verb, fired(i, p), a.pairWords(i, p), strconv.FormatFloat(p.Factor, 'f', -1, 64))
+		fmt.Fprintf(&b, "{{ %s %s }}%s, over %sx", verb, a.fired(i, p), a.pairWords(i, p), strconv.FormatFloat(p.Factor, 'f', -1, 64))
 		all = append(all, fmt.Sprintf("%s (%sx)", a.pairWords(i, p), strconv.FormatFloat(p.Factor, 'f', -1, 64)))
 	}
 	fmt.Fprintf(&b, "{{ else }}no pair over its threshold: %s{{ end }}", strings.Join(all, "; "))
@@ -193,7 +224,7 @@ func (a Alert) budget(period time.Duration) string {
 	last := len(a.Pairs) - 1
 	fmt.Fprintf(&b, "{{ $w := %q }}{{ $b := $l%d }}", window(a.Pairs[last].Long), last)
 	for i, p := range a.Pairs[:last] {
-		fmt.Fprintf(&b, "{{ if %s }}{{ $w = %q }}{{ $b = $l%d }}{{ end }}", fired(i, p), window(p.Long), i)
+		fmt.Fprintf(&b, "{{ if %s }}{{ $w = %q }}{{ $b = $l%d }}{{ end }}", a.fired(i, p), window(p.Long), i)
 	}
 	// left × P / b, in PromQL: a template has no arithmetic.
 	lasts := fmt.Sprintf("(1 - %s) * %d / %%f", spent, int64(period.Seconds()))

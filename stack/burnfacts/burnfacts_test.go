@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"burnlab/shared/slo"
+	"burnlab/stack/guard"
 )
 
 const pageExpr = `(
@@ -180,6 +181,48 @@ func TestTheCommittedRulesCarryTheFacts(t *testing.T) {
 		}
 		if pages != 3 {
 			t.Errorf("%s: %d page alerts, want 3", w, pages)
+		}
+	}
+}
+
+// A guarded pair (stack/guard) fires only when its long window holds the
+// guard's least events, so the annotations say that pair fired only then.
+func TestParseReadsTheGuards(t *testing.T) {
+	guarded := pageExpr
+	for _, p := range []struct{ long, factor string }{{"1m", "14.4"}, {"4m", "6"}} {
+		term := "max(slo:sli_error:ratio_rate" + p.long + `{sloth_id="svc-x", sloth_service="svc", sloth_slo="x"} > (` + p.factor + " * 0.001)) without (sloth_window)"
+		guarded = strings.Replace(guarded, term, term+"\n    and on(sloth_id)\n    "+guard.Term("svc-x", map[string]time.Duration{"1m": time.Minute, "4m": 4 * time.Minute}[p.long], map[string]float64{"14.4": 14.4, "6": 6}[p.factor], "0.001"), 1)
+	}
+	a, err := Parse("X", guarded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Guarded || len(a.Pairs) != 2 {
+		t.Fatalf("Parse = %+v, want both pairs guarded", a)
+	}
+	ann := a.Annotations(10 * time.Hour)
+	// The budget names the pair that fired but the last, its default.
+	for want, in := range map[string][]string{
+		"{{ with query `slo:sli_events:increase4m{sloth_id=\"svc-x\"}` }}{{ $n1 = . | first | value }}": {"burn_rate", "budget"},
+		"(gt $s0 14.4) (gt $l0 14.4) (ge $n0 69.44444444444444)":                                        {"burn_rate", "budget"},
+		"(gt $s1 6.0) (gt $l1 6.0) (ge $n1 166.66666666666666)":                                         {"burn_rate"},
+	} {
+		for _, k := range in {
+			if !strings.Contains(ann[k], want) {
+				t.Errorf("%s lacks %q:\n%s", k, want, ann[k])
+			}
+		}
+	}
+	if a, _ := Parse("X", pageExpr); a.Guarded || strings.Contains(a.Annotations(time.Hour)["burn_rate"], "$n0") {
+		t.Error("an unguarded alert reads guards")
+	}
+	for name, expr := range map[string]string{
+		"one guard of two": strings.Replace(guarded, `increase4m{sloth_id="svc-x"} >= (1 / (6 * 0.001))`, "", 1),
+		"a guard's window": strings.Replace(guarded, `increase4m{sloth_id`, `increase2m{sloth_id`, 1),
+		"a guard's factor": strings.Replace(guarded, `(1 / (6 * 0.001))`, `(1 / (3 * 0.001))`, 1),
+	} {
+		if _, err := Parse("X", expr); err == nil {
+			t.Errorf("%s: Parse took it", name)
 		}
 	}
 }

@@ -143,11 +143,17 @@ NODATA := $(GO) run ./stack/cmd/nodata-rules
 # Sloth's alerts say neither the burn of the pair that fired nor the budget
 # left; stack/cmd/burnfacts-rules annotates each (stack/burnfacts says why).
 BURNFACTS := $(GO) run ./stack/cmd/burnfacts-rules
+# Sloth's pairs fire on one bad event in a window too empty to hold the
+# evidence; stack/cmd/guard-rules adds a minimum-traffic guard to each pair
+# (stack/guard says why), before burnfacts-rules reads the pairs.
+GUARD := $(GO) run ./stack/cmd/guard-rules -spec prometheus/slo/llm-gateway.yml
 
 .PHONY: rules
 rules: ## regenerate prometheus/rules/ from the Sloth spec
 	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-production.yml 2>/dev/null
 	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-lab.yml $(LAB_WINDOWS) 2>/dev/null
+	$(GUARD) -in prometheus/rules/slo-production.yml
+	$(GUARD) -in prometheus/rules/slo-lab.yml
 	$(BURNFACTS) -in prometheus/rules/slo-production.yml
 	$(BURNFACTS) -in prometheus/rules/slo-lab.yml
 	$(NODATA) -in prometheus/rules/slo-production.yml
@@ -158,6 +164,7 @@ check-rules: ## fail when the committed rules differ from a regeneration; run th
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	($(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-production.yml 2>$$tmp/log && \
 	 $(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-lab.yml $(LAB_WINDOWS) 2>>$$tmp/log && \
+	 $(GUARD) -in $$tmp/slo-production.yml && $(GUARD) -in $$tmp/slo-lab.yml && \
 	 $(BURNFACTS) -in $$tmp/slo-production.yml && $(BURNFACTS) -in $$tmp/slo-lab.yml && \
 	 $(NODATA) -in $$tmp/slo-production.yml && $(NODATA) -in $$tmp/slo-lab.yml) || { cat $$tmp/log; exit 1; }; \
 	for f in slo-production.yml slo-lab.yml; do \

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"burnlab/shared/scenario"
+	"burnlab/stack/guard"
 )
 
 // An Outcome is what one strategy did with one incident: the severity that
@@ -67,8 +68,10 @@ func outcome(spans []Span, start, faultEnd time.Duration, bad func(a, b time.Dur
 // grid of dt, with no scrapes, no evaluation interval and no
 // randomness. For a constant burn b from a clean history it is the
 // workbook's formula: a window W with threshold k fires at W·k/b and
-// resets W·(1 − k/b) after the fault ends.
-func Expect(s Strategy, in Incident, budget float64, period, start, end, dt time.Duration) Outcome {
+// resets W·(1 − k/b) after the fault ends. A guarded condition fires only
+// when rate streams a second fill its guard's window with the least it
+// asks for.
+func Expect(s Strategy, in Incident, budget, rate float64, period, start, end, dt time.Duration) Outcome {
 	n := int(end/dt) + 1
 	cum := make([]float64, n+1) // cum[i]: ∫ share over [0, i s)
 	for i := range n {
@@ -92,6 +95,9 @@ func Expect(s Strategy, in Incident, budget float64, period, start, end, dt time
 	var spans []Span
 	for _, c := range s.Conditions {
 		k := scale(c)
+		if c.Guard > 0 && rate*c.Guard.Seconds() < guard.MinEvents(c.Threshold, budget) {
+			continue
+		}
 		var since time.Duration = -1
 		firing := false
 		for i := range n {

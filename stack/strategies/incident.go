@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"burnlab/shared/scenario"
@@ -124,6 +125,20 @@ type Traffic struct {
 	Random bool
 }
 
+// LowTraffic is random traffic at a rate written in streams per second,
+// named by its streams per second, or per minute under one a second.
+func LowTraffic(rate string) (Traffic, error) {
+	r, err := strconv.ParseFloat(rate, 64)
+	if err != nil || !(r > 0) || math.IsInf(r, 0) {
+		return Traffic{}, fmt.Errorf("rate %q is not a number of streams a second above 0", rate)
+	}
+	name := strconv.FormatFloat(r, 'g', 3, 64) + "/s"
+	if r < 1 {
+		name = strconv.FormatFloat(r*60, 'g', 3, 64) + "/min"
+	}
+	return Traffic{Name: name, Rate: r, Random: true}, nil
+}
+
 // Classes are the cumulative stream counts of the synthetic gateway by
 // what happened to them, at one scrape.
 type classes struct {
@@ -150,10 +165,14 @@ func synthesize(in Incident, tr Traffic, start, end, scrape time.Duration, seed 
 	var c classes
 	for i := 1; i < n; i++ {
 		from, to := time.Duration(i-1)*scrape, time.Duration(i)*scrape
-		streams := tr.Rate * scrape.Seconds()
+		// Whole streams arrive, evenly: at one a minute a 5-second scrape
+		// sees one or none. A fraction of a stream, and a bad one drawn
+		// on it, would make the le="0.6" bucket (total − slow) fall, which
+		// Prometheus reads as a counter reset.
+		streams := arrived(tr.Rate, to) - arrived(tr.Rate, from)
 		var bad float64
 		if in.Healthy || tr.Random {
-			bad = poisson(rng, streams*in.Share(from-start))
+			bad = min(streams, poisson(rng, streams*in.Share(from-start)))
 		} else {
 			bad = tr.Rate * integral(in, from-start, to-start)
 		}
@@ -172,6 +191,12 @@ func synthesize(in Incident, tr Traffic, start, end, scrape time.Duration, seed 
 		t.at[i] = c
 	}
 	return t
+}
+
+// arrived is how many whole streams have arrived by t at rate a second;
+// the nudge keeps 1/60 × 60 from flooring to none.
+func arrived(rate float64, t time.Duration) float64 {
+	return math.Floor(rate*t.Seconds() + 1e-9)
 }
 
 // integral is the stream-weighted bad share from a to b (seconds of bad

@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg Config) (Table, error) {
 			c.FalsePagesPerWeek = float64(pages(healthy.Spans[s.Key]))
 			spent := func(a, b time.Duration) float64 { return j.hist.Spent(a, b, j.tr.Rate, j.o.Budget, j.w.Period) }
 			c.Measured = outcome(j.hist.Spans[s.Key], j.hist.Start, j.hist.Start+j.in.Duration, spent)
-			c.Expected = Expect(s, j.in, j.o.Budget, j.w.Period, j.hist.Start, j.hist.Planned, j.w.Scrape/5)
+			c.Expected = Expect(s, j.in, j.o.Budget, j.tr.Rate, j.w.Period, j.hist.Start, j.hist.Planned, j.w.Scrape/5)
 			if j.in.Healthy {
 				c.Measured, c.Expected = Outcome{Detected: detectedIn(healthy.Spans[s.Key])}, Outcome{Detected: "nothing"}
 			}

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	prometheusv1 "github.com/slok/sloth/pkg/prometheus/api/v1"
 	"sigs.k8s.io/yaml"
+
+	"burnlab/stack/guard"
 )
 
 // SLO is what a strategy needs of one SLO of a Sloth spec: its budget and
@@ -105,6 +107,14 @@ func (s Spec) Sloth(ctx context.Context, bin string, w Windows, slo string) ([]r
 	b, err := os.ReadFile(out)
 	if err != nil {
 		return nil, fmt.Errorf("sloth: %w", err)
+	}
+	// As make rules does: each pair guarded against too little traffic.
+	specText, err := os.ReadFile(s.Path)
+	if err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	if b, err = guard.Append(b, specText); err != nil {
+		return nil, err
 	}
 	rgs, errs := rulefmt.Parse(b, false, model.UTF8Validation, parser.NewParser(parser.Options{}), nil)
 	if len(errs) > 0 {

@@ -129,7 +129,7 @@ func TestExpectIsTheWorkbooksArithmetic(t *testing.T) {
 		// Approach 1: 10m·1/10.
 		{"1-target", time.Minute, 9 * time.Minute, scenario.Page, 10 * 1.0 / 60 / 720 * 100},
 	} {
-		got := Expect(byKey[tc.strategy], in, o.Budget, w.Period, start, end, time.Second)
+		got := Expect(byKey[tc.strategy], in, o.Budget, 25, w.Period, start, end, time.Second)
 		if got.Detected != tc.detected || got.Detection == nil || absDur(*got.Detection-tc.fire) > 2*time.Second {
 			t.Errorf("%s: expected %s at %s, the arithmetic says %s at %s", tc.strategy, got.Detected, ptr(got.Detection), tc.detected, tc.fire)
 			continue
@@ -141,7 +141,7 @@ func TestExpectIsTheWorkbooksArithmetic(t *testing.T) {
 			t.Errorf("%s: expected %.4g %% of the budget spent, the arithmetic says %.4g %%", tc.strategy, s, tc.budgetSpentPct)
 		}
 	}
-	if got := Expect(byKey["4-burn"], in, o.Budget, w.Period, start, end, time.Second); got.Detected != "nothing" {
+	if got := Expect(byKey["4-burn"], in, o.Budget, 25, w.Period, start, end, time.Second); got.Detected != "nothing" {
 		t.Errorf("4-burn: 36x never fires at 10x, expected says %s", got.Detected)
 	}
 }
@@ -159,7 +159,7 @@ func TestTheWriteupTicketsBeforeItPages(t *testing.T) {
 		t.Fatalf("the write-up's incident: %s over %d steps, ending at a share of %g: want 72h, %d steps, %g", in.Duration, len(in.Phases), in.Share(71*time.Hour), writeupSteps, 10*o.Budget)
 	}
 	start := w.Longest()
-	got := Expect(byKey[Shipped], in, o.Budget, w.Period, start, start+in.Duration+w.Longest(), time.Minute)
+	got := Expect(byKey[Shipped], in, o.Budget, 25, w.Period, start, start+in.Duration+w.Longest(), time.Minute)
 	hours := func(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }
 	for _, c := range []struct {
 		what string
@@ -293,9 +293,50 @@ func TestEveryRuleMatters(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"naive-5xx", "naive-p99", "1-target", "2-window", "3-duration", "4-burn", "5-multi", "6-multiwindow"} {
+	for _, k := range []string{"naive-5xx", "naive-p99", "1-target", "2-window", "3-duration", "4-burn", "5-multi", "6-multiwindow", "6-unguarded", "6-guard-short"} {
 		if !fired[k] {
 			t.Errorf("%s fired on no incident: nothing shows its rule matters", k)
 		}
+	}
+}
+
+// The minimum-traffic guard (stack/guard), through the engine: at a
+// stream a second one slow stream pages through Sloth's pairs alone (the
+// 1-minute window holds 60 streams, so it reads 16.7x), and through
+// neither guard; a real 10x burn at the same traffic still pages through
+// the shipped rules.
+func TestTheGuardKeepsOneSlowStreamFromPaging(t *testing.T) {
+	spec, _ := load(t, scenario.StreamLatency)
+	w := lab(t)
+	ctx := context.Background()
+	o, err := spec.SLO(scenario.StreamLatency)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := All(ctx, slothBin(t), spec, o, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Traffic{Name: "1/s exact", Rate: 1}
+	one := Incident{Name: "one slow stream", SLO: scenario.StreamLatency, Phases: []scenario.Step{{Share: 1}}, Duration: time.Second}
+	h, err := Backtest(ctx, w, o, ss, one, tr, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages(h.Spans["6-unguarded"]) == 0 {
+		t.Error("Sloth's unguarded pairs did not page on one slow stream at 1/s: the test shows no guard at work")
+	}
+	for _, k := range []string{Shipped, "6-guard-short"} {
+		if len(h.Spans[k]) != 0 {
+			t.Errorf("%s fired on one slow stream at 1/s: %+v", k, h.Spans[k])
+		}
+	}
+	burn := Incident{Name: "10x", SLO: scenario.StreamLatency, Phases: []scenario.Step{{Share: 10 * o.Budget}}, Duration: 10 * time.Minute}
+	h, err = Backtest(ctx, w, o, ss, burn, tr, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages(h.Spans[Shipped]) == 0 {
+		t.Errorf("the shipped rules missed a 10x burn at 1/s: %+v", h.Spans[Shipped])
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
+
+	"burnlab/stack/guard"
 )
 
 // A Signal is what a condition compares with its threshold, as a share of
@@ -36,6 +38,10 @@ type Condition struct {
 	Threshold float64
 	Strict    bool // > rather than >=
 	For       time.Duration
+	// Guard, when set, is the window that must hold 1/(Threshold × budget)
+	// streams for the condition to fire, so that one bad stream alone
+	// cannot (stack/guard).
+	Guard time.Duration
 }
 
 // A Strategy is one way to alert on an SLO: its rules, as Prometheus
@@ -114,13 +120,27 @@ func All(ctx context.Context, slothBin string, spec Spec, slo SLO, w Windows) ([
 	if err != nil {
 		return nil, err
 	}
-	var mw []Condition
+	// Approach 6 three ways: as burnlab ships it (Sloth's rules, each pair
+	// guarded over its long window by make rules' stack/guard), Sloth's
+	// pairs alone, and a guard over the short window instead.
+	var bare, long, short []Condition
 	for _, p := range w.Pairs {
-		mw = append(mw, Condition{Severity: p.Severity, Windows: []time.Duration{p.Short, p.Long}, Threshold: p.Factor, Strict: true})
+		c := Condition{Severity: p.Severity, Windows: []time.Duration{p.Short, p.Long}, Threshold: p.Factor, Strict: true}
+		bare = append(bare, c)
+		c.Guard = p.Long
+		long = append(long, c)
+		c.Guard = p.Short
+		short = append(short, c)
 	}
-	out = append(out, Strategy{Key: Shipped, Title: "6. multiwindow, multi-burn-rate (shipped)",
-		Source:     "workbook approach 6, as burnlab ships it: Sloth's rules generated from " + spec.Path,
-		Conditions: mw, Groups: sloth})
+	out = append(out,
+		Strategy{Key: Shipped, Title: "6. multiwindow, multi-burn-rate (shipped)",
+			Source:     "workbook approach 6, as burnlab ships it: Sloth's rules generated from " + spec.Path + ", each pair guarded: its long window holds 1/(factor × budget) streams",
+			Conditions: long, Groups: sloth},
+		recordedRule(recorded, slo, "6-unguarded", "6. multiwindow, unguarded",
+			"workbook approach 6 as Sloth writes it: the same pairs, with no minimum traffic", bare...),
+		recordedRule(recorded, slo, "6-guard-short", "6. multiwindow, short-window guard",
+			"workbook approach 6, each pair guarded over its short window instead: it holds 1/(factor × budget) streams", short...),
+	)
 	return out, nil
 }
 
@@ -149,7 +169,12 @@ func recordedRule(ratio func(time.Duration) string, slo SLO, key, title, source 
 		for _, win := range c.Windows {
 			terms = append(terms, fmt.Sprintf("%s %s %s * %s", ratio(win), op, num(c.Threshold), num(slo.Budget)))
 		}
-		g.Rules = append(g.Rules, alert(key, c, strings.Join(terms, "\nand\n")))
+		// A recording's windows differ in their sloth_window label only.
+		expr := strings.Join(terms, "\nand ignoring(sloth_window)\n")
+		if c.Guard > 0 {
+			expr += fmt.Sprintf("\nand on()\n%s >= %s", guard.Events(slo.TotalQuery, c.Guard), num(guard.MinEvents(c.Threshold, slo.Budget)))
+		}
+		g.Rules = append(g.Rules, alert(key, c, expr))
 	}
 	s.Groups = []rulefmt.RuleGroup{g}
 	return s

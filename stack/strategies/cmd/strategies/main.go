@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	eval := fs.Duration("eval", 5*time.Second, "evaluation interval of a window table read from a directory")
 	sloth := fs.String("sloth", "bin/sloth", "the Sloth CLI, relative to -root unless absolute")
 	rate := fs.Float64("rate", 25, "the lab's traffic, streams per second (the calibrated shape's rate)")
-	low := fs.Float64("low-rate", 1, "the low traffic, streams per second; its bad streams come at random")
+	low := fs.String("low-rates", "1,0.1,0.016667", "comma-separated low traffic levels, streams per second (default one a second, six and one a minute); their bad streams come at random")
 	incidents := fs.String("incidents", "", "comma-separated incidents to run (default all; the healthy week always runs)")
 	asJSON := fs.Bool("json", false, "print one JSON object per cell instead of the tables")
 	showRules := fs.Bool("rules", false, "print every strategy's rules first")
@@ -72,10 +72,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if !(*rate > 0) {
+		return errors.New("-rate must be positive")
+	}
 	cfg := strategies.Config{Spec: sp, Sloth: at(*sloth), Workers: runtime.GOMAXPROCS(0), Seed: *seed,
-		Traffic: []strategies.Traffic{{Name: "lab", Rate: *rate}, {Name: "low", Rate: *low, Random: true}}}
-	if *rate <= 0 || *low <= 0 {
-		return errors.New("-rate and -low-rate must be positive")
+		Traffic: []strategies.Traffic{{Name: "lab", Rate: *rate}}}
+	for _, r := range strings.Split(*low, ",") {
+		tr, err := strategies.LowTraffic(strings.TrimSpace(r))
+		if err != nil {
+			return fmt.Errorf("-low-rates: %w", err)
+		}
+		cfg.Traffic = append(cfg.Traffic, tr)
 	}
 	for _, name := range strings.Split(*windows, ",") {
 		if name == "production" {

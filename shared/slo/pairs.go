@@ -105,9 +105,16 @@ func parseWindow(s string) (time.Duration, error) {
 // (100 * …) applies to either branch of its `or`, which binds loosest of
 // PromQL's operators.
 func SpentExpr(id string, w, period time.Duration) string {
+	return SpentExprOf(fmt.Sprintf("sloth_id=%q", id), w, period)
+}
+
+// SpentExprOf is SpentExpr for every SLO whose Sloth recordings the
+// matchers pick (sloth_service="llm-gateway": all of its SLOs), one
+// series per sloth_id.
+func SpentExprOf(matchers string, w, period time.Duration) string {
 	s := spentStep(period)
-	ratio := fmt.Sprintf(`slo:sli_error:ratio_rate%s{sloth_id=%q}`, model.Duration(w), id)
-	perStep := fmt.Sprintf(`* %d / %d / on(sloth_id) group_left slo:error_budget:ratio{sloth_id=%q}`, int64(s.Seconds()), int64(period.Seconds()), id)
+	ratio := fmt.Sprintf(`slo:sli_error:ratio_rate%s{%s}`, model.Duration(w), matchers)
+	perStep := fmt.Sprintf(`* %d / %d / on(sloth_id) group_left slo:error_budget:ratio{%s}`, int64(s.Seconds()), int64(period.Seconds()), matchers)
 	steps := fmt.Sprintf(`[%s:%s]`, model.Duration(period), model.Duration(s))
 	return fmt.Sprintf(`((sum_over_time((%s >= 0)%s) %s) or on(sloth_id) (0 * count_over_time(%s%s)) or on(sloth_id) ((%s >= 0) %s) or on(sloth_id) (0 * %s))`,
 		ratio, steps, perStep, ratio, steps, ratio, perStep, ratio)

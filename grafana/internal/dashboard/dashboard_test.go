@@ -243,3 +243,39 @@ func TestStreamDurationPanelShowsExemplars(t *testing.T) {
 	}
 	t.Error("no Stream duration panel")
 }
+
+// The "Error budget remaining" panel reads the budget as the pager and
+// the alerts do, and its lab query is the one the promtool suite holds to
+// data (a burn of seconds in a fresh Prometheus: 95 % left, not none).
+func TestBudgetLeftIsTheSuitesQuery(t *testing.T) {
+	b, err := os.ReadFile(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suite, err := os.ReadFile("../../../prometheus/tests/slo-lab.test.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := exprs(t, b)
+	var left []string
+	for _, q := range qs {
+		if strings.HasPrefix(q, "1 - ((sum_over_time(") {
+			left = append(left, q)
+		}
+	}
+	if len(left) != len(ruleSets) {
+		t.Fatalf("%d budget-left queries, want one per rule set (%d): %q", len(left), len(ruleSets), left)
+	}
+	held := 0
+	for _, q := range left {
+		if strings.Contains(string(suite), "round("+q+", 0.001)") {
+			held++
+		}
+	}
+	if held != 1 {
+		t.Errorf("the promtool suite holds %d of the budget-left queries to data, want the lab's:\n%q", held, left)
+	}
+	if strings.Contains(string(b), "slo:period_error_budget_remaining:ratio") {
+		t.Error("a panel reads Sloth's budget remaining, the mean burn over the history")
+	}
+}

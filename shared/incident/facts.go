@@ -42,6 +42,9 @@ type Facts struct {
 	// first, at most ten, one per request ID.
 	Slowest []Exemplar  `json:"slowest"`
 	Heap    *HeapChange `json:"heap,omitempty"`
+	// GC is how much of the process's CPU the garbage collector took
+	// during the burn window and before it.
+	GC *GC `json:"gc,omitempty"`
 	// Errors says what could not be read, and why.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -138,6 +141,65 @@ type HeapChange struct {
 	Error string `json:"error,omitempty"`
 }
 
+// GC is the garbage collector's share of a process's CPU, and its pace,
+// over the burn window (During) and as long a window before it (Before),
+// read from the Go runtime metrics its Prometheus job exports. Shares are
+// fractions 0–1 of the CPU the process used; the p99s are in seconds. A
+// nil figure is one Prometheus had no value for.
+type GC struct {
+	Job                                        string    `json:"job"`
+	CPUShareBefore                             *float64  `json:"cpu_share_before"`
+	CPUShareDuring                             *float64  `json:"cpu_share_during"`
+	AssistShareBefore                          *float64  `json:"assist_share_before"`
+	AssistShareDuring                          *float64  `json:"assist_share_during"`
+	CyclesPerSecondBefore                      *float64  `json:"cycles_per_second_before"`
+	CyclesPerSecondDuring                      *float64  `json:"cycles_per_second_during"`
+	PauseP99Before                             *float64  `json:"pause_p99_seconds_before"`
+	PauseP99During                             *float64  `json:"pause_p99_seconds_during"`
+	SchedLatencyP99Before                      *float64  `json:"sched_latency_p99_seconds_before"`
+	SchedLatencyP99During                      *float64  `json:"sched_latency_p99_seconds_during"`
+	BeforeFrom, BeforeTo, DuringFrom, DuringTo time.Time `json:"-"`
+	Words                                      string    `json:"words,omitempty"`
+	// Error is what could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// Say is the figures in words, as the page and the notification say them:
+// "GC took 61% of gateway's CPU during the burn (4% before); mark assist,
+// which runs on the request goroutines, 23% (1% before); 12.3 GC cycles/s
+// (0.4 before); scheduling latency p99 9.1 ms (200 µs before)".
+func (g *GC) Say() string {
+	pct := func(x *float64) string {
+		if x == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.0f%%", 100**x)
+	}
+	ms := func(x *float64) string {
+		switch {
+		case x == nil:
+			return "n/a"
+		case *x < 0.001:
+			return fmt.Sprintf("%.0f µs", 1e6**x)
+		}
+		return fmt.Sprintf("%.1f ms", 1000**x)
+	}
+	rate := func(x *float64) string {
+		if x == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f", *x)
+	}
+	if g.CPUShareDuring == nil && g.CPUShareBefore == nil {
+		return "no GC figures for job " + g.Job + " in Prometheus"
+	}
+	return fmt.Sprintf("GC took %s of %s's CPU during the burn (%s before); mark assist, which runs on the request goroutines, %s (%s before); "+
+		"%s GC cycles/s (%s before); stop-the-world pause p99 %s (%s before); scheduling latency p99 %s (%s before)",
+		pct(g.CPUShareDuring), g.Job, pct(g.CPUShareBefore), pct(g.AssistShareDuring), pct(g.AssistShareBefore),
+		rate(g.CyclesPerSecondDuring), rate(g.CyclesPerSecondBefore), ms(g.PauseP99During), ms(g.PauseP99Before),
+		ms(g.SchedLatencyP99During), ms(g.SchedLatencyP99Before))
+}
+
 // Chosen is the pair the budget, the slowest requests and the heap were
 // read over (Pair), if any.
 func (f *Facts) Chosen() (PairBurn, bool) {
@@ -189,6 +251,9 @@ func (f *Facts) Summary() string {
 		} else {
 			parts = append(parts, "heap: "+h.Words)
 		}
+	}
+	if g := f.GC; g != nil && g.Error == "" {
+		parts = append(parts, g.Words)
 	}
 	if n := len(f.Errors); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d not read: %s", n, strings.Join(f.Errors, "; ")))

@@ -300,7 +300,9 @@ func (c *Client) budget(ctx context.Context, id string, at time.Time, pairs []sl
 
 // instant is the value of query at t: the largest of the series it
 // returns, or nil when there is none, or only NaN (no traffic in the
-// window is 0/0).
+// window is 0/0) or infinities (a share of a process that used no CPU is
+// x/0; a quantile past the last bucket is +Inf), which say nothing and
+// which JSON, and so the journal, cannot hold.
 func (c *Client) instant(ctx context.Context, query string, t time.Time) (*float64, error) {
 	v, _, _, err := c.api.Query(ctx, query, t)
 	if err != nil {
@@ -312,7 +314,7 @@ func (c *Client) instant(ctx context.Context, query string, t time.Time) (*float
 	}
 	var out *float64
 	for _, s := range vec {
-		if x := float64(s.Value); !math.IsNaN(x) && (out == nil || x > *out) {
+		if x := float64(s.Value); !math.IsNaN(x) && !math.IsInf(x, 0) && (out == nil || x > *out) {
 			out = &x
 		}
 	}

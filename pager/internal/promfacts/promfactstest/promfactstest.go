@@ -70,8 +70,9 @@ type earlier struct {
 	value  string
 }
 
-// SetBefore makes a range query containing part answer value at its
-// steps before t, and what Set says from t on: a burn that began at t.
+// SetBefore makes a query containing part answer value before t (an
+// instant query's time, a range query's steps), and what Set says from t
+// on: a burn that began at t.
 func (s *Server) SetBefore(part string, t time.Time, value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -134,6 +135,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var data any
 	switch r.URL.Path {
 	case "/api/v1/query":
+		s.mu.Lock()
+		for part, e := range s.earlier {
+			if strings.Contains(q, part) && a.Time.Before(e.before) {
+				v, ok = e.value, e.value != ""
+			}
+		}
+		s.mu.Unlock()
 		result := []any{}
 		if ok {
 			result = append(result, map[string]any{"metric": metric, "value": []any{float64(a.Time.UnixMilli()) / 1e3, v}})

@@ -391,7 +391,7 @@ pages: ## what the pager received, pages and tickets apart (the newest 50 of eac
 	@pager=$${PAGER_URL:-http://127.0.0.1:5001}; \
 	if command -v jq >/dev/null; then \
 		for sev in page ticket; do echo "$${sev}s:"; \
-			curl -fsS "$$pager/api/incidents?severity=$$sev" | jq -r 'if length == 0 then "  none" else .[] | "  \(.status)  \(.slo)  \(.startsAt)  \(.url)\n    burn at firing: \(.burn_rate // "?")\n    budget: \(.annotations.budget // "?")\n    top alloc_space: \(.profile.top[0].function // "none")\n    heap: \(.facts.heap.words // "no verdict yet")" end'; \
+			curl -fsS "$$pager/api/incidents?severity=$$sev" | jq -r 'if length == 0 then "  none" else .[] | "  \(.status)  \(.slo)  \(.startsAt)  \(.url)\n    burn at firing: \(.burn_rate // "?")\n    budget: \(.annotations.budget // "?")\n    top alloc_space: \(.profile.top[0].function // "none")\n    heap: \(.facts.heap.words // "no verdict yet")\n    gc: \(.facts.gc.words // "not read yet")" end'; \
 		done; \
 	else curl -fsS $$pager/api/incidents; echo; echo "(install jq for pages and tickets apart)"; fi; echo "pager web UI: $$pager/ (older ones: ?page=2 and on)"
 

@@ -37,6 +37,7 @@ var envs = map[string]string{
 	"token":               "PAGER_TOKEN",
 	"external-url":        "PAGER_EXTERNAL_URL",
 	"prometheus-url":      "PAGER_PROMETHEUS_URL",
+	"gc-job":              "PAGER_GC_JOB",
 	"alertmanager-urls":   "PAGER_ALERTMANAGER_URLS",
 	"delta-seconds":       "PAGER_DELTA_SECONDS",
 	"delta-every":         "PAGER_DELTA_EVERY",
@@ -63,6 +64,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	token := fs.String("token", "", "bearer token Alertmanager must send (empty: none)")
 	externalURL := fs.String("external-url", "http://127.0.0.1:5001", "the pager's base URL as a browser reaches it: the incidents' links in the API and the log lines")
 	prometheusURL := fs.String("prometheus-url", "http://prometheus:9090", "Prometheus to read a new page's burn, budget and slowest requests from, and its burn chart ('' to disable)")
+	gcJob := fs.String("gc-job", "gateway", "Prometheus job of the process -profile-url profiles: a page's facts read its garbage collector's share of CPU before and during the burn ('' to disable)")
 	alertmanagerURLs := fs.String("alertmanager-urls", "http://alertmanager:9093", "comma-separated Alertmanagers, every one of an HA set, that a page's heap verdict is posted to, "+
 		"so that the page's receivers get it in a message of their own ('' to disable)")
 	deltaSeconds := fs.Int("delta-seconds", heapdelta.DefaultSeconds, "length of each delta heap profile taken from -profile-url (?seconds=), "+
@@ -131,7 +133,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Str("prometheus_url", *prometheusURL).Strs("alertmanagers", alertmanagers).Int("delta_seconds", *deltaSeconds).Dur("delta_every", *deltaEvery).Msg("starting")
 	reg := service.NewRegistry()
 	cfg := webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, ExternalURL: *externalURL,
-		ProfileWindow: *profileWindow, MaxFetches: *profileConcurrency, Prometheus: prom, Alertmanagers: alertmanagers}
+		ProfileWindow: *profileWindow, MaxFetches: *profileConcurrency, Prometheus: prom, GCJob: *gcJob, Alertmanagers: alertmanagers}
 	// The sampler runs while the server does, and is stopped and waited
 	// for before run returns: a delta open on the gateway is cut short.
 	samplerCtx, stopSampler := context.WithCancel(ctx)

@@ -30,6 +30,12 @@ type Deltas interface {
 func (h *Handler) readFacts(a store.Accepted) {
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
 	f := h.cfg.Prometheus.Facts(ctx, promfacts.AlertOf(a.Alert.Labels, a.Alert.Annotations, a.Alert.StartsAt))
+	if h.cfg.GCJob != "" {
+		f.GC = h.cfg.Prometheus.GC(ctx, h.cfg.GCJob, f.BurnFrom, a.Alert.StartsAt)
+		if f.GC.Error != "" {
+			f.Errors = append(f.Errors, "the GC: "+f.GC.Error)
+		}
+	}
 	cancel()
 	f.Heap = h.heapChange(a, f.BurnFrom)
 	if f.Heap.Error != "" {

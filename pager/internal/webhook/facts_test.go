@@ -358,3 +358,35 @@ func TestPayloadTextIsCheckedBeforeItIsQueried(t *testing.T) {
 		})
 	}
 }
+
+// With -gc-job, a page's facts hold the collector's share of its job's CPU
+// over the burn window and before it, and the timeline's facts line says
+// it; without, none is read.
+func TestAPageReadsTheGCOfItsJob(t *testing.T) {
+	for _, job := range []string{"gateway", ""} {
+		prom := promfactstest.New(t)
+		prom.Set("ratio_rate2m{", "9.8")
+		prom.Set("ratio_rate4m{", "8.1")
+		start := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+		prom.SetBefore("go_cpu_classes_gc_total", start.Add(-time.Minute), "0.04")
+		prom.Set("go_cpu_classes_gc_total", "0.61")
+		p := newFactsPager(t, prom.URL, nil, 0)
+		p.h.cfg.GCJob = job
+		if status, body := p.post(t, "/webhook/page", notification(burnAlert(start, nil))); status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+		inc, f := p.facts(t)
+		if job == "" {
+			if f.GC != nil || strings.Contains(fmt.Sprint(prom.Asked()), "go_cpu_classes") {
+				t.Errorf("without a job the GC was read: %+v", f.GC)
+			}
+			continue
+		}
+		if f.GC == nil || !near(f.GC.CPUShareDuring, 0.61) || !near(f.GC.CPUShareBefore, 0.04) || !f.GC.DuringTo.Equal(start) {
+			t.Fatalf("GC %+v, want 61%% during the burn and 4%% before, up to the alert's start", f.GC)
+		}
+		if !strings.Contains(fmt.Sprint(inc.Timeline), "GC took 61% of gateway's CPU during the burn (4% before)") {
+			t.Errorf("the timeline's facts line does not say the GC: %v", inc.Timeline)
+		}
+	}
+}

@@ -107,6 +107,10 @@ type Config struct {
 	// Deltas holds the gateway's delta heap profiles, which a new page's
 	// facts compare; nil compares none.
 	Deltas Deltas
+	// GCJob is the Prometheus job of the process ProfileURL profiles,
+	// whose garbage collector's share of CPU a new page's facts read;
+	// empty reads none.
+	GCJob string
 	// FactsTimeout bounds the Prometheus reads of one page's facts, and
 	// each post of its finding; default DefaultFactsTimeout.
 	FactsTimeout time.Duration

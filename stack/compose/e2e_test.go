@@ -290,6 +290,11 @@ func (s *stack) story(t *testing.T, ctx context.Context, probe lab.Probe, id, gu
 	if err := story.CheckBurn(); err != nil {
 		t.Fatalf("the first page is not the write-up's: %v", err)
 	}
+	gc, err := story.CheckGC()
+	if err != nil {
+		t.Fatalf("the first page's mechanism: %v", err)
+	}
+	told = append(told, "the GC: "+gc)
 	if err := probe.CheckPage(story); err != nil {
 		t.Fatal(err)
 	}

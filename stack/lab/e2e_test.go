@@ -219,6 +219,11 @@ func testRegression(t *testing.T, ctx context.Context, root, bin, replay string,
 	if err := story.CheckBurn(); err != nil {
 		fail("the page is not the write-up's: %v", err)
 	}
+	gc, err := story.CheckGC()
+	if err != nil {
+		fail("the page's mechanism: %v", err)
+	}
+	told = append(told, "the GC: "+gc)
 	for _, line := range told {
 		say("PAGE %s", line)
 	}

@@ -96,3 +96,26 @@ func TestStoryBurnIsTheWriteUps(t *testing.T) {
 		}
 	}
 }
+
+// The GC check must fail a page whose collector did not run flat out, or
+// that has no figures.
+func TestStoryCheckGC(t *testing.T) {
+	for gc, ok := range map[string]bool{
+		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.01,"assist_share_during":0.23}`: true,
+		`{"cpu_share_before":0.20,"cpu_share_during":0.35,"assist_share_before":0.01,"assist_share_during":0.13}`: true,  // an idle "before"
+		`{"cpu_share_before":0.01,"cpu_share_during":0.15,"assist_share_before":0.01,"assist_share_during":0.13}`: false, // under a fifth
+		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.05,"assist_share_during":0.13}`: false, // 2.6 times
+		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.00,"assist_share_during":0.04}`: false, // under 5 %
+		`{"cpu_share_before":null,"cpu_share_during":0.61,"assist_share_before":null,"assist_share_during":0.23}`: true,  // no before: an idle gateway
+		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.01,"assist_share_during":null}`: false,
+		`null`: false,
+	} {
+		var s Story
+		if err := json.Unmarshal([]byte(strings.Replace(storyJSON, `"heap":{`, `"gc":`+gc+`,"heap":{`, 1)), &s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CheckGC(); (err == nil) != ok {
+			t.Errorf("gc %s: %v, want ok %v", gc, err, ok)
+		}
+	}
+}

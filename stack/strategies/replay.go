@@ -31,7 +31,8 @@ const gatewayNames = `gateway_stream_duration_seconds_bucket|gateway_stream_dura
 // severity's first firing with the live ALERTS series. They agree when
 // both fired within one scrape plus one evaluation of each other (the
 // live rule group and scrapes run at phases of their own), or neither
-// fired. The shipped strategy is the last of strats.
+// fired. shipped must hold its own recordings: the replay evaluates its
+// groups alone.
 func Replay(ctx context.Context, api promv1.API, w Windows, o SLO, shipped Strategy, at time.Time, over time.Duration) ([]Agreement, error) {
 	rng := model.Duration(over).String()
 	raw, err := matrix(ctx, api, fmt.Sprintf(`{__name__=~"%s"}[%s]`, gatewayNames, rng), at)

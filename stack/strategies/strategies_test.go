@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -316,6 +317,24 @@ func TestTheGuardKeepsOneSlowStreamFromPaging(t *testing.T) {
 	ss, err := All(ctx, slothBin(t), spec, o, w)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The replay of a live run evaluates the shipped strategy alone: it
+	// is found by its key, and holds Sloth's recordings and the guard's.
+	shipped, err := ByKey(ss, Shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records []string
+	for _, g := range shipped.Groups {
+		for _, r := range g.Rules {
+			records = append(records, r.Record)
+		}
+	}
+	if !slices.Contains(records, "slo:sli_error:ratio_rate4m") || !slices.Contains(records, "slo:sli_events:increase4m") {
+		t.Errorf("the shipped strategy records %q: want Sloth's error ratios and the guard's events", records)
+	}
+	if _, err := ByKey(ss, "7-none"); err == nil {
+		t.Error("ByKey found a strategy that is not there")
 	}
 	tr := Traffic{Name: "1/s exact", Rate: 1}
 	one := Incident{Name: "one slow stream", SLO: scenario.StreamLatency, Phases: []scenario.Step{{Share: 1}}, Duration: time.Second}

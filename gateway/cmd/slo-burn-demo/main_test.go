@@ -68,8 +68,9 @@ func TestBadFlagsAreClearErrors(t *testing.T) {
 		"-events-min 10 -events-max 5": "below events-min",
 		"-phase middle":                "unknown phase",
 		"-workers 0 -streams 1 -events-min 1 -events-max 1": "workers must be",
-		"extra":         "unexpected arguments",
-		"-long-every 0": "-long-every must be",
+		"extra":            "unexpected arguments",
+		"-long-every 0":    "-long-every must be",
+		"-ordinary-min -1": "must not be negative",
 	} {
 		var out, errs bytes.Buffer
 		err := run(context.Background(), strings.Fields(args), &out, &errs)

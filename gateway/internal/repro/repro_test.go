@@ -105,11 +105,11 @@ func TestFitSquare(t *testing.T) {
 		ts = append(ts, time.Duration(a*n*n))
 	}
 	// a·n² = 1.5 s: n = sqrt(1.5e9/15) = 10,000.
-	if got := FitSquare(ns, ts, 1500*time.Millisecond); got != 10000 {
-		t.Errorf("FitSquare = %d, want 10000", got)
+	if got := FitSquare(ns, ts).Events(1500 * time.Millisecond); got != 10000 {
+		t.Errorf("FitSquare(...).Events = %d, want 10000", got)
 	}
-	if got := FitSquare(ns, []time.Duration{0, 0, 0}, time.Second); got != maxLongEvents {
-		t.Errorf("a parser too fast to time: FitSquare = %d, want the bound %d", got, maxLongEvents)
+	if got := FitSquare(ns, []time.Duration{0, 0, 0}).Events(time.Second); got != maxLongEvents {
+		t.Errorf("a parser too fast to time: Events = %d, want the bound %d", got, maxLongEvents)
 	}
 }
 

@@ -33,7 +33,7 @@ const (
 	buildWithin   = 20 * time.Minute // cold: every module vendored, both gateways compiled
 	healthyWithin = 5 * time.Minute  // the loadgen calibrates before it is ready
 	pageWithin    = 6 * time.Minute
-	resolveWithin = 5 * time.Minute
+	resolveWithin = 3 * time.Minute
 	profileWithin = 90 * time.Second
 	pollEvery     = 5 * time.Second
 )

@@ -35,13 +35,13 @@ import (
 //   - after the switch the page clears once the 2m window falls under 6x:
 //     2m × (1 − 6/10) = 48 s, plus 5 s + 5 s + 30 s (the resolve waits
 //     for the group's next interval): ~1.5 min; resolveWithin allows
-//     3.3 times that;
+//     twice that (twelve fresh runs at stop 50 resolved in 30–89 s);
 //   - the pager's profile and facts come within one profile fetch of the
 //     page: a 10 s delta and its request, far under profileWithin.
 const (
 	pageWithin    = 6 * time.Minute
 	profileWithin = 90 * time.Second
-	resolveWithin = 5 * time.Minute
+	resolveWithin = 3 * time.Minute
 	pollEvery     = 5 * time.Second
 )
 

@@ -45,9 +45,10 @@ func (u *ui) burnPage(fp string, start time.Time, withDeltas bool) string {
 		for _, d := range []struct {
 			suffix string
 			file   *string
-		}{{"-delta-before", &f.Heap.BeforeFile}, {"-delta-during", &f.Heap.DuringFile}} {
+			raw    []byte
+		}{{"-delta-before", &f.Heap.BeforeFile, pproftoptest.IdleProfile(u.t)}, {"-delta-during", &f.Heap.DuringFile, pproftoptest.HeapProfile(u.t)}} {
 			name := fmt.Sprintf("%s-%d%s.pb.gz", fp, start.Unix(), d.suffix)
-			if err := u.st.SaveProfile(name, pproftoptest.HeapProfile(u.t)); err != nil {
+			if err := u.st.SaveProfile(name, d.raw); err != nil {
 				u.t.Fatal(err)
 			}
 			*d.file = store.ProfilesDir + "/" + name

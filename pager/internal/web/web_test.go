@@ -244,7 +244,7 @@ func TestPProfViewsAndTheDiff(t *testing.T) {
 	}
 
 	u.resolve(id, fp1, start)
-	u.profile(id, "after.pb.gz", pproftoptest.HeapProfile(t), true)
+	u.profile(id, "after.pb.gz", pproftoptest.IdleProfile(t), true)
 	page = u.get("/incidents/"+id, 200)
 	for _, want := range []string{"-diff_base", "/incidents/" + id + "/diff/flamegraph?si=alloc_space", "after the incident resolved"} {
 		if !strings.Contains(page, want) {

@@ -46,6 +46,24 @@ func AllocateLikeTheBaseline() {
 // it draws no more than the rest, a chance far under 10⁻¹⁰.
 func HeapProfile(t testing.TB) []byte {
 	t.Helper()
+	return deltaOver(t, AllocateLikeTheBaseline)
+}
+
+// IdleProfile is HeapProfile of a process that allocates nothing in
+// between: the "before" of a burn, or the "after" of a fix. A test that
+// compares a HeapProfile with one must use this, not a second
+// HeapProfile: two draws of the same 64 samples differ by chance, and
+// their difference holds the allocator, or not, by chance (equal about
+// one time in 30).
+func IdleProfile(t testing.TB) []byte {
+	t.Helper()
+	return deltaOver(t, func() {})
+}
+
+// deltaOver is the allocs profile of what the process allocated while
+// work ran.
+func deltaOver(t testing.TB, work func()) []byte {
+	t.Helper()
 	write := func() []byte {
 		var buf bytes.Buffer
 		if err := pprof.Lookup("allocs").WriteTo(&buf, 0); err != nil {
@@ -54,7 +72,7 @@ func HeapProfile(t testing.TB) []byte {
 		return buf.Bytes()
 	}
 	before := write()
-	AllocateLikeTheBaseline()
+	work()
 	runtime.GC()
 	after := write()
 	var ps []*profile.Profile

@@ -22,12 +22,13 @@ import (
 var version = "dev"
 
 var envs = map[string]string{
-	"listen":      "GATEWAY_LISTEN",
-	"admin":       "GATEWAY_ADMIN",
-	"upstream":    "UPSTREAM_URL",
-	"tenants":     "GATEWAY_TENANTS",
-	"log-level":   "LOG_LEVEL",
-	"drain-grace": "GATEWAY_DRAIN_GRACE",
+	"listen":          "GATEWAY_LISTEN",
+	"admin":           "GATEWAY_ADMIN",
+	"upstream":        "UPSTREAM_URL",
+	"tenants":         "GATEWAY_TENANTS",
+	"log-level":       "LOG_LEVEL",
+	"drain-grace":     "GATEWAY_DRAIN_GRACE",
+	"flight-recorder": "GATEWAY_FLIGHT_RECORDER",
 }
 
 func main() {
@@ -40,7 +41,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	listen := fs.String("listen", ":8080", "public API address (POST /v1/chat/stream, /v1/chat/completions)")
 	// pprof hands out heap contents and the command line: reachable from
 	// this host only unless a deployment says otherwise.
-	admin := fs.String("admin", "127.0.0.1:6060", "admin address: /metrics, /healthz, /readyz, /debug/pprof/")
+	admin := fs.String("admin", "127.0.0.1:6060", "admin address: /metrics, /healthz, /readyz, /debug/pprof/, "+service.FlightRecorderPath)
 	upstream := fs.String("upstream", "http://127.0.0.1:8081", "OpenAI-compatible base URL of the model provider, http://host:port or http://host:port/v1 (requests go to …/v1/chat/completions)")
 	tenants := fs.String("tenants", "", "API keys: `key=tenant:tokens-per-minute,…` or a file of `key tenant tokens-per-minute` lines")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	maxBytes := fs.Int64("max-stream-bytes", 64<<20, "end a stream after this many upstream bytes, with an error event (stream_limit)")
 	maxDuration := fs.Duration("max-stream-duration", 10*time.Minute, "end a stream this long after the upstream answered, with an error event (stream_limit)")
 	maxTranscript := fs.Int("max-transcript-bytes", 1<<20, "keep at most this much of a stream's audit transcript; the stream goes on")
+	flightAge := fs.Duration("flight-recorder", 10*time.Second, "keep at least this much of the execution trace in memory, served on the admin listener at "+service.FlightRecorderPath+" (0: off)")
+	flightBytes := fs.Uint64("flight-recorder-bytes", 16<<20, "but at most this many bytes of it")
 	service.Usage(fs, envs, fmt.Sprintf("gateway (%s build, version %s)\n\nFlags:\n", variant, version))
 	if err := service.Parse(fs, args, envs); err != nil {
 		return err
@@ -91,9 +94,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	var ready service.Readiness
+	adminMux := service.AdminMux(metricsReg, &ready)
+	if *flightAge > 0 {
+		fr, err := service.StartFlightRecorder(*flightAge, *flightBytes)
+		if err != nil {
+			return err
+		}
+		defer fr.Stop()
+		adminMux.Handle(service.FlightRecorderPath, fr)
+	}
 	log.Info().Str("variant", variant).Str("version", version).Str("upstream", up.String()).Int("tenants", len(reg.Names())).Msg("starting")
 	return service.Serve(ctx, log, service.Drain{Ready: &ready, Grace: *grace, Timeout: *drain},
 		service.Server{Name: "public", Addr: *listen, Handler: h, Streaming: true, ReadTimeout: *readTimeout, SendBuffer: *sendBuffer},
-		service.Server{Name: "admin", Addr: *admin, Handler: service.AdminMux(metricsReg, &ready)},
+		service.Server{Name: "admin", Addr: *admin, Handler: adminMux},
 	)
 }

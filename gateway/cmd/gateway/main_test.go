@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"burnlab/shared/freeport"
 	"burnlab/shared/pproftop"
+	"burnlab/shared/service"
 	"burnlab/shared/syncbuf"
 )
 
@@ -266,7 +268,8 @@ func TestSlowRequestsAreCutByReadDeadlines(t *testing.T) {
 	// is in, so a stream longer than the read timeout is not cut.
 	slow := upstream(20, 50*time.Millisecond)
 	defer slow.Close()
-	g2 := start(t, slow.URL, "-read-timeout", "300ms")
+	// A process has one flight recorder, and the first gateway holds it.
+	g2 := start(t, slow.URL, "-read-timeout", "300ms", "-flight-recorder", "0")
 	if body := g2.stream(t); !strings.HasSuffix(body, "data: [DONE]\n\n") {
 		t.Fatalf("a 1 s stream behind a 300 ms read timeout was cut: %.200s", body)
 	}
@@ -362,5 +365,50 @@ func waitForLog(t *testing.T, logs *syncbuf.Buffer, want string) {
 			t.Fatalf("no log line with %q in:\n%s", want, logs)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The admin listener serves the flight recorder's snapshot: an execution
+// trace that holds a stream just served, by the request ID its task logs;
+// -flight-recorder 0 turns it off, and a recorder of no bytes is refused.
+func TestTheFlightRecorderIsOnTheAdminListener(t *testing.T) {
+	up := upstream(50, 0)
+	defer up.Close()
+	g := start(t, up.URL)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+g.public+"/v1/chat/stream", strings.NewReader(`{"stream":true}`))
+	req.Header.Set("Authorization", "Bearer k")
+	req.Header.Set("X-Request-Id", "find-me-in-the-trace")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	snap, err := http.Get("http://" + g.admin + service.FlightRecorderPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(snap.Body)
+	snap.Body.Close()
+	if snap.StatusCode != 200 || !bytes.HasPrefix(raw, []byte("go 1.")) || !bytes.Contains(raw, []byte("find-me-in-the-trace")) {
+		t.Errorf("snapshot: %s, %d bytes, %.20q: want a trace naming the stream", snap.Status, len(raw), raw)
+	}
+	g.stop()
+	if err := <-g.done; err != nil {
+		t.Fatal(err)
+	}
+	g.done <- nil // for the cleanup
+
+	off := start(t, up.URL, "-flight-recorder", "0")
+	resp, err = http.Get("http://" + off.admin + service.FlightRecorderPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("with -flight-recorder 0: %s, want 404", resp.Status)
+	}
+	if err := run(context.Background(), []string{"-tenants", "k=lab:1", "-flight-recorder-bytes", "0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "flight recorder") {
+		t.Errorf("a recorder of 0 bytes: %v", err)
 	}
 }

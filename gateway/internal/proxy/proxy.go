@@ -57,6 +57,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -65,6 +66,7 @@ import (
 	"burnlab/gateway/internal/tenant"
 	"burnlab/gateway/internal/transcript"
 	"burnlab/shared/openai"
+	"burnlab/shared/service"
 )
 
 // Routes the gateway serves; the first is the one the SLO watches.
@@ -212,6 +214,15 @@ func (h *Handler) streamHandler(route string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := &stream{route: route, id: requestID(r), acct: accounting{start: time.Now()}, lim: h.cfg.Limits}
 		w.Header().Set("X-Request-Id", s.id)
+		// Each stream is a task of the execution trace, so a pager can
+		// split a slow stream's time from a flight-recorder snapshot.
+		ctx, task := trace.NewTask(r.Context(), service.TraceTask)
+		trace.Log(ctx, service.TraceRequestID, s.id)
+		defer func() {
+			trace.Log(ctx, service.TraceRequestID, s.id)
+			task.End()
+		}()
+		r = r.WithContext(ctx)
 		h.cfg.Metrics.inFlight.Inc()
 		// Deferred, so a panic in the handler (net/http recovers it) still
 		// leaves the gauge right and the stream recorded.

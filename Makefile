@@ -397,7 +397,7 @@ pages: ## what the pager received, pages and tickets apart (the newest 50 of eac
 	@pager=$${PAGER_URL:-http://127.0.0.1:5001}; \
 	if command -v jq >/dev/null; then \
 		for sev in page ticket; do echo "$${sev}s:"; \
-			curl -fsS "$$pager/api/incidents?severity=$$sev" | jq -r 'if length == 0 then "  none" else .[] | "  \(.status)  \(.slo)  \(.startsAt)  \(.url)\n    burn at firing: \(.burn_rate // "?")\n    budget: \(.annotations.budget // "?")\n    top alloc_space: \(.profile.top[0].function // "none")\n    heap: \(.facts.heap.words // "no verdict yet")\n    gc: \(.facts.gc.words // "not read yet")" end'; \
+			curl -fsS "$$pager/api/incidents?severity=$$sev" | jq -r 'if length == 0 then "  none" else .[] | "  \(.status)  \(.slo)  \(.startsAt)  \(.url)\n    burn at firing: \(.burn_rate // "?")\n    budget: \(.annotations.budget // "?")\n    top alloc_space: \(.profile.top[0].function // "none")\n    heap: \(.facts.heap.words // "no verdict yet")\n    gc: \(.facts.gc.words // "not read yet")\n    slowest in the flight recorder: \(.profile.trace.requests[0] // null | if . == null or .seconds <= 0 then "none" else "\(.request_id) \(.seconds*1000|round) ms = \(100*.running_seconds/.seconds|round) % running, \(100*.assist_seconds/.seconds|round) % mark assist, \(100*.runnable_seconds/.seconds|round) % waiting for a CPU, \(100*.network_seconds/.seconds|round) % network" end)" end'; \
 		done; \
 	else curl -fsS $$pager/api/incidents; echo; echo "(install jq for pages and tickets apart)"; fi; echo "pager web UI: $$pager/ (older ones: ?page=2 and on)"
 

@@ -29,6 +29,7 @@ require (
 require (
 	burnlab/shared v0.0.0
 	github.com/prometheus/common v0.72.0
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 )
 
 replace burnlab/shared => ../shared

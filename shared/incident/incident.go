@@ -16,6 +16,9 @@ type Profile struct {
 	Total int64      `json:"total_bytes,omitempty"`
 	Top   []TopEntry `json:"top,omitempty"`
 	Error string     `json:"error,omitempty"`
+	// Trace is the flight-recorder snapshot taken with the profile, when
+	// the pager has a -trace-url.
+	Trace *Trace `json:"trace,omitempty"`
 	// TakenAt is when the capture finished; a journal written before it
 	// existed gets the time of its record.
 	TakenAt time.Time `json:"taken_at,omitzero"`

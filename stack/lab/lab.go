@@ -188,7 +188,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	}{
 		{Upstream, []string{l.bin("upstream"), "-listen", a.Upstream}, "http://" + a.Upstream + "/readyz"},
 		{Pager, []string{l.bin("pager"), "-listen", a.Pager, "-data", l.path("data/pager"),
-			"-profile-url", "http://" + a.GatewayAdmin + "/debug/pprof/allocs", "-external-url", "http://" + a.Pager,
+			"-profile-url", "http://" + a.GatewayAdmin + "/debug/pprof/allocs", "-trace-url", "http://" + a.GatewayAdmin + service.FlightRecorderPath, "-external-url", "http://" + a.Pager,
 			"-prometheus-url", "http://" + a.Prometheus, "-alertmanager-urls", "http://" + a.Alertmanager}, "http://" + a.Pager + "/readyz"},
 		{Alertmanager, []string{amBin, "--config.file=" + l.path("etc/alertmanager.yml"), "--storage.path=" + l.path("data/alertmanager"),
 			"--web.listen-address=" + a.Alertmanager, "--cluster.listen-address="}, "http://" + a.Alertmanager + "/-/ready"},

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ var envs = map[string]string{
 	"listen":              "PAGER_LISTEN",
 	"data":                "PAGER_DATA",
 	"profile-url":         "PAGER_PROFILE_URL",
+	"trace-url":           "PAGER_TRACE_URL",
 	"profile-window":      "PAGER_PROFILE_WINDOW",
 	"profile-concurrency": "PAGER_PROFILE_CONCURRENCY",
 	"retention":           "PAGER_RETENTION",
@@ -56,6 +58,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		"because whoever reaches it can post pages (unless -token is set) and read incidents and profiles (:5001 in a container)")
 	data := fs.String("data", "pager-data", "directory of the notification journal and captured profiles")
 	profileURL := fs.String("profile-url", "http://gateway:6060/debug/pprof/allocs", "heap profile to capture when a page fires ('' to disable)")
+	traceURL := fs.String("trace-url", "http://gateway:6060"+service.FlightRecorderPath, "flight-recorder snapshot to take with each profile: the gateway's last seconds of execution trace, "+
+		"split into where its slowest requests' time went ('' to disable)")
 	profileWindow := fs.Duration("profile-window", webhook.DefaultProfileWindow, "one profile fetch serves every page within this window, and no second fetch starts in it, "+
 		"so an alert storm does not load the gateway it diagnoses (0: a fetch for each page)")
 	profileConcurrency := fs.Int("profile-concurrency", webhook.DefaultMaxFetches, "profile fetches in flight at once, at most")
@@ -97,6 +101,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-profile-url %q, -delta-seconds %d, -delta-every %s, -delta-keep %d: %w", *profileURL, *deltaSeconds, *deltaEvery, *deltaKeep, err)
 	}
+	if *traceURL != "" {
+		if u, err := url.Parse(*traceURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("-trace-url %q: want an http:// or https:// URL", *traceURL)
+		}
+	}
 	var prom *promfacts.Client
 	if *prometheusURL != "" {
 		if prom, err = promfacts.New(*prometheusURL, nil); err != nil {
@@ -128,11 +137,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if c := st.Opened(); c.Ran {
 		compacted(c)
 	}
-	log.Info().Str("data", *data).Int("incidents", st.Len()).Str("profile_url", *profileURL).
+	log.Info().Str("data", *data).Int("incidents", st.Len()).Str("profile_url", *profileURL).Str("trace_url", *traceURL).
 		Dur("profile_window", *profileWindow).Int("profile_concurrency", *profileConcurrency).
 		Str("prometheus_url", *prometheusURL).Strs("alertmanagers", alertmanagers).Int("delta_seconds", *deltaSeconds).Dur("delta_every", *deltaEvery).Msg("starting")
 	reg := service.NewRegistry()
-	cfg := webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, ExternalURL: *externalURL,
+	cfg := webhook.Config{Store: st, Log: log, Token: *token, ProfileURL: *profileURL, TraceURL: *traceURL, ExternalURL: *externalURL,
 		ProfileWindow: *profileWindow, MaxFetches: *profileConcurrency, Prometheus: prom, GCJob: *gcJob, Alertmanagers: alertmanagers}
 	// The sampler runs while the server does, and is stopped and waited
 	// for before run returns: a delta open on the gateway is cut short.

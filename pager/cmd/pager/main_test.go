@@ -94,7 +94,7 @@ func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"-log-level", "x"}, {"stray"}, {"-data", "/proc/no/such/dir"},
 		{"-profile-window", "-1s"}, {"-profile-concurrency", "0"}, {"-retention", "0s"}, {"-max-resolved", "0"},
 		{"-delta-seconds", "0"}, {"-delta-seconds", "61"}, {"-delta-every", "10s"}, {"-delta-keep", "0"},
-		{"-profile-url", "ftp://gateway/allocs"}, {"-prometheus-url", "prometheus:9090"}, {"-alertmanager-urls", "http://alertmanager:9093,alertmanager-2:9093"}} {
+		{"-profile-url", "ftp://gateway/allocs"}, {"-trace-url", "gateway:6060/debug/flightrecorder"}, {"-prometheus-url", "prometheus:9090"}, {"-alertmanager-urls", "http://alertmanager:9093,alertmanager-2:9093"}} {
 		if err := run(t.Context(), args, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)
 		}

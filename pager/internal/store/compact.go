@@ -265,7 +265,7 @@ func (s *Store) sweep() error {
 	for _, f := range files {
 		name := f.Name()
 		temp := strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp")
-		if !f.Type().IsRegular() || s.shares[ProfilesDir+"/"+name] > 0 || !strings.HasSuffix(name, ".pb.gz") && !temp {
+		if !f.Type().IsRegular() || s.shares[ProfilesDir+"/"+name] > 0 || !strings.HasSuffix(name, ".pb.gz") && !strings.HasSuffix(name, ".trace") && !temp {
 			continue
 		}
 		if err := s.profiles.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {

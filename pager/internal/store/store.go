@@ -534,11 +534,13 @@ func (s *Store) apply(r Record) {
 		if r.Type == KindProfileAfter {
 			slot, ev.Kind = &inc.After, incident.ProfileAfter
 		}
-		if old := *slot; old != nil {
-			s.share(old.File, -1)
+		for _, file := range recordFiles(*slot) {
+			s.share(file, -1)
 		}
 		*slot = &p
-		s.share(p.File, 1)
+		for _, file := range recordFiles(&p) {
+			s.share(file, 1)
+		}
 		if p.Error == "" && len(p.Top) > 0 {
 			ev.Top = &p.Top[0]
 		}
@@ -635,15 +637,24 @@ func fingerprintOf(id string) string {
 }
 
 // files are the profile files an incident names: its page-time and after
-// profiles', and its facts' delta profiles.
+// profiles' and the flight-recorder snapshots taken with them, and its
+// facts' delta profiles.
 func files(inc *incident.Incident) []string {
-	var out []string
-	for _, p := range []*incident.Profile{inc.Profile, inc.After} {
-		if p != nil && p.File != "" {
-			out = append(out, p.File)
-		}
-	}
+	out := append(recordFiles(inc.Profile), recordFiles(inc.After)...)
 	return append(out, heapFiles(inc.Facts)...)
+}
+
+// recordFiles are the files of a profile record: the profile's and the
+// flight-recorder snapshot's taken with it.
+func recordFiles(p *incident.Profile) []string {
+	var out []string
+	if p != nil && p.File != "" {
+		out = append(out, p.File)
+	}
+	if p != nil && p.Trace != nil && p.Trace.File != "" {
+		out = append(out, p.Trace.File)
+	}
+	return out
 }
 
 // heapFiles are the delta profiles facts name.

@@ -87,6 +87,8 @@ func New(cfg Config) (*Handler, error) {
 		"num":      incident.Number,
 		"rate":     formatRate,
 		"clock":    func(t time.Time) string { return t.UTC().Format("15:04:05") },
+		"share":    formatShare,
+		"split":    traceSplit,
 	}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
@@ -456,6 +458,29 @@ func formatTime(t any) string {
 
 // formatRate is bytes per second in decimal units, as heapdelta's
 // verdicts write them: "1.2 MB/s".
+// formatShare is part as a whole percentage of whole.
+func formatShare(part, whole float64) string {
+	if whole <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f %%", 100*part/whole)
+}
+
+// traceSplit says where a slow request's time went, if the flight
+// recorder's snapshot taken with p holds it, and otherwise why not.
+func traceSplit(p *incident.Profile, e incident.Exemplar) string {
+	if p == nil || p.Trace == nil || p.Trace.File == "" {
+		return "—"
+	}
+	if r, ok := p.Trace.Find(e.RequestID); ok {
+		return r.Words()
+	}
+	if e.At.Before(p.Trace.From) {
+		return "ended before the snapshot began"
+	}
+	return "not among the snapshot's slowest"
+}
+
 func formatRate(v float64) string {
 	units := []string{"B", "kB", "MB", "GB", "TB"}
 	i := 0

@@ -122,12 +122,24 @@ func (h *Handler) take(s *shot, by string) {
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
 	defer cancel()
 	p, err := h.fetch(ctx, s.name)
+	var tr *incident.Trace
+	if h.cfg.TraceURL != "" {
+		// Right after the profile, on a timeout of its own: the two
+		// look at the same seconds, and one failing keeps the other.
+		tctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
+		tr = h.snapshot(tctx, s.name)
+		cancel()
+		if tr.Error != "" {
+			h.cfg.Log.Error().Str("error", tr.Error).Str("incident", by).Str("when", s.kind).Msg("flight-recorder snapshot not taken or not split")
+		}
+	}
 	if err != nil {
 		h.fetches.WithLabelValues("error").Inc()
 		h.cfg.Log.Error().Err(err).Str("incident", by).Str("when", s.kind).Msg("profile capture failed")
-		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
+		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now(), Trace: tr}
 		return
 	}
+	p.Trace = tr
 	h.fetches.WithLabelValues("ok").Inc()
 	msg, ev := "PROFILE top alloc_space at page time", h.cfg.Log.Warn()
 	if s.kind == "after" {
@@ -136,6 +148,12 @@ func (h *Handler) take(s *shot, by string) {
 	ev = ev.Str("incident", by).Int64("total_bytes", p.Total).Str("file", p.File)
 	for i, e := range p.Top[:min(3, len(p.Top))] {
 		ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
+	}
+	if tr != nil && tr.File != "" {
+		ev = ev.Str("trace", tr.File).Int64("trace_bytes", tr.Bytes)
+		if len(tr.Requests) > 0 {
+			ev = ev.Str("slowest_in_trace", tr.Requests[0].RequestID+": "+tr.Requests[0].Words())
+		}
 	}
 	ev.Msg(msg)
 	s.p = p

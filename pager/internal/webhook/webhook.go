@@ -86,6 +86,10 @@ type Config struct {
 	// profile capture.
 	ProfileURL     string
 	ProfileTimeout time.Duration
+	// TraceURL is the gateway's flight-recorder snapshot
+	// (service.FlightRecorderPath), taken with each profile; empty takes
+	// none.
+	TraceURL string
 	// ProfileWindow is how long one fetch of the profile serves (see
 	// shot): every capture asked for within it shares that profile, and no
 	// second fetch starts within it. 0 fetches for each capture;
@@ -130,6 +134,7 @@ type Handler struct {
 	profiles      *prometheus.CounterVec
 	fetches       *prometheus.CounterVec
 	findings      *prometheus.CounterVec
+	trace         traceMetrics
 	captures      sync.WaitGroup
 	// captureCtx ends the fetches in flight and those waiting for a turn;
 	// waits ends the waits of shots for their window.
@@ -204,6 +209,7 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 		}, []string{"result"}),
 	}
 	reg.MustRegister(h.notifications, h.duplicates, h.truncated, h.profiles, h.fetches, h.findings)
+	h.trace = newTraceMetrics(reg)
 	for _, r := range []string{"ok", "error"} {
 		h.fetches.WithLabelValues(r)
 		h.findings.WithLabelValues(r)
@@ -221,6 +227,8 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 	h.mux.HandleFunc("GET /api/incidents/{id}", h.getIncident)
 	h.mux.HandleFunc("GET /api/incidents/{id}/profile", h.getProfile)
 	h.mux.HandleFunc("GET /api/incidents/{id}/delta/{which}", h.getDelta)
+	h.mux.HandleFunc("GET /api/incidents/{id}/trace", h.getTrace)
+	h.mux.HandleFunc("GET /incidents/{id}/trace", h.getTrace)
 	return h
 }
 

@@ -47,15 +47,20 @@ func newPager(t *testing.T, profileURL, token string) *pager {
 	return newPagerIn(t, t.TempDir(), profileURL, token)
 }
 
-// newPagerIn is a pager whose data directory is dir.
-func newPagerIn(t *testing.T, dir, profileURL, token string) *pager {
+// newPagerIn is a pager whose data directory is dir; opts set more of
+// its Config.
+func newPagerIn(t *testing.T, dir, profileURL, token string, opts ...func(*Config)) *pager {
 	t.Helper()
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncbuf.Buffer{}
-	h := New(Config{Store: st, Log: zerolog.New(logs), ProfileURL: profileURL, Token: token, ProfileTimeout: 5 * time.Second}, prometheus.NewRegistry())
+	cfg := Config{Store: st, Log: zerolog.New(logs), ProfileURL: profileURL, Token: token, ProfileTimeout: 5 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h := New(cfg, prometheus.NewRegistry())
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()

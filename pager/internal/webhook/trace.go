@@ -1,0 +1,120 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"burnlab/pager/internal/flight"
+	"burnlab/pager/internal/store"
+	"burnlab/shared/incident"
+)
+
+// MaxTraceBytes bounds a flight-recorder snapshot the pager takes: the
+// gateway keeps at most 16 MiB by default, and a snapshot may hold a
+// little more than the recorder's bound (its newest generation).
+const MaxTraceBytes = 64 << 20
+
+// traceMetrics are the snapshots' fetch time and size.
+type traceMetrics struct {
+	seconds prometheus.Histogram
+	bytes   prometheus.Histogram
+	fetches *prometheus.CounterVec
+}
+
+func newTraceMetrics(reg prometheus.Registerer) traceMetrics {
+	m := traceMetrics{
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pager_trace_fetch_duration_seconds", Help: "Time to fetch a flight-recorder snapshot from -trace-url, stored and split included.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
+		}),
+		bytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pager_trace_size_bytes", Help: "Size of the flight-recorder snapshots fetched from -trace-url.",
+			Buckets: prometheus.ExponentialBuckets(256<<10, 2, 9),
+		}),
+		fetches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pager_trace_fetches_total", Help: "Flight-recorder snapshots fetched from -trace-url with a profile, by result.",
+		}, []string{"result"}),
+	}
+	reg.MustRegister(m.seconds, m.bytes, m.fetches)
+	for _, r := range []string{"ok", "error"} {
+		m.fetches.WithLabelValues(r)
+	}
+	return m
+}
+
+// traceName is the file a snapshot is kept in: its profile's, with the
+// suffix `go tool trace` users expect.
+func traceName(profile string) string { return strings.TrimSuffix(profile, ".pb.gz") + ".trace" }
+
+// snapshot fetches the flight recorder's snapshot, stores it beside the
+// profile it is taken with, and splits its slowest requests' time. A
+// snapshot that cannot be split is kept all the same: `go tool trace`
+// may read what the split could not.
+func (h *Handler) snapshot(ctx context.Context, profile string) *incident.Trace {
+	start := time.Now()
+	t := &incident.Trace{}
+	raw, err := h.fetchTrace(ctx)
+	if err == nil {
+		err = h.cfg.Store.SaveProfile(traceName(profile), raw)
+	}
+	if err != nil {
+		h.trace.fetches.WithLabelValues("error").Inc()
+		t.Error = err.Error()
+		return t
+	}
+	t.File, t.Bytes = path.Join(store.ProfilesDir, traceName(profile)), int64(len(raw))
+	if t.From, t.To, t.Requests, err = flight.Split(bytes.NewReader(raw)); err != nil {
+		t.Error = "splitting the requests' time: " + err.Error()
+	}
+	t.FetchSeconds = time.Since(start).Seconds()
+	h.trace.fetches.WithLabelValues("ok").Inc()
+	h.trace.seconds.Observe(t.FetchSeconds)
+	h.trace.bytes.Observe(float64(t.Bytes))
+	return t
+}
+
+// fetchTrace reads the snapshot, at most MaxTraceBytes of it.
+func (h *Handler) fetchTrace(ctx context.Context) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.TraceURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.cfg.Client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", h.cfg.TraceURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetching %s: %s", h.cfg.TraceURL, resp.Status)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxTraceBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", h.cfg.TraceURL, err)
+	case len(raw) > MaxTraceBytes:
+		return nil, fmt.Errorf("reading %s: over %d bytes, the pager's limit", h.cfg.TraceURL, MaxTraceBytes)
+	case len(raw) == 0:
+		return nil, errors.New("reading " + h.cfg.TraceURL + ": an empty snapshot")
+	}
+	return raw, nil
+}
+
+// getTrace serves an incident's page-time flight-recorder snapshot, for
+// `go tool trace`.
+func (h *Handler) getTrace(w http.ResponseWriter, r *http.Request) {
+	h.serveProfile(w, r, "flight-recorder trace", func(inc incident.Incident) string {
+		if inc.Profile == nil || inc.Profile.Trace == nil {
+			return ""
+		}
+		return inc.Profile.Trace.File
+	})
+}

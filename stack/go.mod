@@ -34,6 +34,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/prometheus/common v0.72.0
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 	gonum.org/v1/plot v0.17.0
 )
 

@@ -149,6 +149,11 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Fatalf("the page-time profile names %s, want %s", top.Function, guilty)
 	}
 	tl.mark(fmt.Sprintf("PROFILE from http://gateway:6060: top alloc_space %s (%.1f%%)", inc.Profile.Top[0].Function, inc.Profile.Top[0].FlatPct))
+	words, err := probe.CheckTrace(inc)
+	if err != nil {
+		t.Fatalf("the page's flight-recorder snapshot: %v", err)
+	}
+	tl.mark("TRACE " + words)
 	// The page tells its whole story (stack/lab's Story): the pair that
 	// fired, the budget, real slow requests, the heap's verdict; and the
 	// notifications' words carry the burn, the budget, the verdict and the

@@ -198,6 +198,11 @@ func testRegression(t *testing.T, ctx context.Context, root, bin, replay string,
 				fail("the page's profile names %s, want %s", top.Function, guilty)
 			}
 			say("PROFILE at page time: top alloc_space %s (%.1f%%)", top.Function, top.FlatPct)
+			words, err := l.CheckTrace(inc)
+			if err != nil {
+				fail("the page's flight-recorder snapshot: %v", err)
+			}
+			say("TRACE %s", words)
 			break
 		}
 		if time.Now().After(deadline) {

@@ -30,14 +30,17 @@ const (
 	ReverseProxy = "reverseproxy"
 	Nginx        = "nginx"
 	Fixed        = "gateway-fixed"
-	Baseline     = "gateway-baseline"
+	// Untraced is the fixed build with its flight recorder off
+	// (-flight-recorder 0): the recorder's cost is Fixed's CPU over it.
+	Untraced = "gateway-fixed-untraced"
+	Baseline = "gateway-baseline"
 	// Previous is the fixed build at Config.Previous, a revision of the
 	// repository, so a change's gain is a ratio within one run.
 	Previous = "gateway-previous"
 )
 
 // AllTargets are every target, in the table's order.
-func AllTargets() []string { return []string{Direct, ReverseProxy, Nginx, Fixed, Baseline} }
+func AllTargets() []string { return []string{Direct, ReverseProxy, Nginx, Fixed, Untraced, Baseline} }
 
 // Config is one benchmark run.
 type Config struct {
@@ -320,8 +323,10 @@ func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...a
 		switch t {
 		case ReverseProxy:
 			builds = append(builds, binary{"bench-reverseproxy", cfg.Root, "./stack/cmd/bench-reverseproxy", ""})
-		case Fixed:
-			builds = append(builds, binary{Fixed, cfg.Root, "./gateway/cmd/gateway", "fixed"})
+		case Fixed, Untraced:
+			if !slices.ContainsFunc(builds, func(b binary) bool { return b.name == Fixed }) {
+				builds = append(builds, binary{Fixed, cfg.Root, "./gateway/cmd/gateway", "fixed"})
+			}
 		case Previous:
 			src := filepath.Join(dir, "previous")
 			if err := checkout(ctx, cfg.Root, cfg.Previous, src); err != nil {
@@ -401,10 +406,17 @@ func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...a
 			// would otherwise be the system's /var/log/nginx.
 			args = []string{nginx, "-p", filepath.Dir(conf), "-c", conf, "-e", filepath.Join(filepath.Dir(conf), "error.log")}
 			ready = "http://" + a[0] + "/readyz" // through nginx to the upstream
-		case Fixed, Previous, Baseline:
+		case Fixed, Untraced, Previous, Baseline:
 			t.url = "http://" + a[0] + "/v1/chat/stream"
-			args = []string{bin(name), "-listen", a[0], "-admin", a[1], "-upstream", "http://" + upstream,
+			exe := bin(name)
+			if name == Untraced {
+				exe = bin(Fixed)
+			}
+			args = []string{exe, "-listen", a[0], "-admin", a[1], "-upstream", "http://" + upstream,
 				"-tenants", apiKey + "=bench:1000000000000:1000", "-log-level", "error", "-drain-grace", "0s"}
+			if name == Untraced {
+				args = append(args, "-flight-recorder", "0")
+			}
 			if cfg.TranscriptBytes > 0 {
 				args = append(args, "-max-transcript-bytes", fmt.Sprint(cfg.TranscriptBytes))
 			}

@@ -43,6 +43,9 @@ func TestSmoke(t *testing.T) {
 		}
 		t.Logf("\n%s\n%s", log.String(), table.String())
 		checkTable(t, table.String(), all, cfg.Concurrency)
+		if !strings.Contains(table.String(), Untraced+": the fixed gateway with its flight recorder off") {
+			t.Errorf("the table does not say what %s is", Untraced)
+		}
 		if !strings.Contains(table.String(), Previous+": the fixed gateway built from revision "+rep.Previous) || rep.Previous == "" {
 			t.Errorf("the table does not say which revision %s is (%q)", Previous, rep.Previous)
 		}
@@ -82,7 +85,7 @@ func TestSmoke(t *testing.T) {
 				m.Target, m.HeapIdle, m.HeapHeld, m.Streams, m.BytesPerStream)
 		}
 	}
-	if want := []string{ReverseProxy, Fixed, Previous, Baseline}; !slices.Equal(held, want) {
+	if want := []string{ReverseProxy, Fixed, Previous, Untraced, Baseline}; !slices.Equal(held, want) {
 		t.Errorf("heap measured for %v, want %v", held, want)
 	}
 	var timed []string

@@ -162,6 +162,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	mux := service.AdminMux(reg, &ready)
 	mux.Handle("/webhook/", h)
 	mux.Handle("/api/", h)
+	// The snapshot is served as the API's files are; the web UI's page
+	// links to it beside the incident.
+	mux.Handle("GET /incidents/{id}/trace", h)
 	mux.Handle("/", ui)
 	err = service.Serve(ctx, log, service.Drain{Ready: &ready, Timeout: 10 * time.Second}, service.Server{Name: "pager", Addr: *listen, Handler: mux})
 	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

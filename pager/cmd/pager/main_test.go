@@ -68,6 +68,17 @@ func TestAcknowledgedNotificationsSurviveKill9(t *testing.T) {
 	if len(incs) != n {
 		t.Fatalf("after kill -9: %d of %d acknowledged notifications", len(incs), n)
 	}
+	// /incidents/<id>/trace is the API's, not the web UI's: this pager
+	// took no snapshot, and the API says so.
+	resp, err = http.Get("http://" + addr + "/incidents/" + incs[0].ID + "/trace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.Contains(string(b), "no flight-recorder trace for incident") {
+		t.Errorf("an incident's trace: %d %.200s", resp.StatusCode, b)
+	}
 }
 
 // The pager takes webhooks and serves pprof and the incidents: by default

@@ -164,6 +164,32 @@ type GC struct {
 	Error string `json:"error,omitempty"`
 }
 
+// GCAfter is the collector's share of the process's CPU once the page
+// resolved, over the minute before the resolve: with the fix deployed, the
+// share falls back from the burn's.
+type GCAfter struct {
+	Job         string    `json:"job"`
+	From        time.Time `json:"from"`
+	To          time.Time `json:"to"`
+	CPUShare    *float64  `json:"cpu_share"`
+	AssistShare *float64  `json:"assist_share"`
+	Words       string    `json:"words,omitempty"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// Say is the after-view in words: "after the resolve GC took 6% of
+// gateway's CPU, mark assist 0%".
+func (g *GCAfter) Say() string {
+	if g.CPUShare == nil {
+		return "after the resolve: no GC figures for job " + g.Job + " in Prometheus"
+	}
+	assist := "n/a"
+	if g.AssistShare != nil {
+		assist = fmt.Sprintf("%.0f%%", 100**g.AssistShare)
+	}
+	return fmt.Sprintf("after the resolve GC took %.0f%% of %s's CPU, mark assist %s", 100**g.CPUShare, g.Job, assist)
+}
+
 // Say is the figures in words, as the page and the notification say them:
 // "GC took 61% of gateway's CPU during the burn (4% before); mark assist,
 // which runs on the request goroutines, 23% (1% before); 12.3 GC cycles/s

@@ -43,6 +43,9 @@ const (
 	// FactsRead is the page's facts, read when it fired (Facts); Note
 	// says them in one line.
 	FactsRead = "facts"
+	// GCAfterRead is the collector's share read once the page resolved
+	// (GCAfter); Note says it.
+	GCAfterRead = "gc_after"
 )
 
 // Event is one entry of an incident's timeline: what happened, as data.
@@ -58,7 +61,8 @@ type Event struct {
 	Error string    `json:"error,omitempty"`
 	// By is the incident that superseded this one.
 	By string `json:"by,omitempty"`
-	// Note is the facts' line (Facts.Summary) of a FactsRead event.
+	// Note is the facts' line (Facts.Summary) of a FactsRead event, and
+	// the words of a GCAfterRead's.
 	Note string `json:"note,omitempty"`
 }
 
@@ -86,7 +90,7 @@ func (e Event) What() string {
 		return what + " captured"
 	case Superseded:
 		return "RESOLVED: Alertmanager sent the alert again with a later start, incident " + e.By
-	case FactsRead:
+	case FactsRead, GCAfterRead:
 		return e.Note
 	}
 	return e.Kind
@@ -129,6 +133,9 @@ type Incident struct {
 	// window pair, the budget, the slowest requests and the change in the
 	// heap (facts.go).
 	Facts *Facts `json:"facts,omitempty"`
+	// GCAfter is the collector's share read once the page resolved, the
+	// after of Facts.GC's before and during.
+	GCAfter *GCAfter `json:"gc_after,omitempty"`
 	// URL is the incident's page in the pager's web UI, absolute with the
 	// pager's -external-url.
 	URL string `json:"url,omitempty"`

@@ -158,7 +158,7 @@ func TestComposeEndToEnd(t *testing.T) {
 	// fired, the budget, real slow requests, the heap's verdict; and the
 	// notifications' words carry the burn, the budget, the verdict and the
 	// link.
-	s.story(t, ctx, probe, page.ID, guilty, &tl)
+	story := s.story(t, ctx, probe, page.ID, guilty, &tl)
 	// The baseline's run raises stream-latency alone: availability and
 	// TTFT stay silent, as the write-up's service was up, its first tokens
 	// quick.
@@ -192,6 +192,15 @@ func TestComposeEndToEnd(t *testing.T) {
 	}
 	waitResolved(t, s, probe, page.ID, switched)
 	tl.mark(fmt.Sprintf("RESOLVED %s after make fixed", time.Since(switched).Round(time.Second)))
+	gcRead, err := probe.WaitGCAfter(ctx, page.ID, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcAfter, err := story.CheckGCAfter(gcRead)
+	if err != nil {
+		t.Fatalf("the fix's mechanism: %v", err)
+	}
+	tl.mark("GC " + gcAfter)
 	waitProfile(t, s, probe, page.ID, func(i incident.Incident) *incident.Profile { return i.After })
 	if err := probe.PagerShows("/incidents/"+page.ID+"/diff/top?si=alloc_space", "Type: alloc_space", guilty); err != nil {
 		t.Errorf("the before/after diff: %v", err)
@@ -275,8 +284,9 @@ func TestComposeEndToEnd(t *testing.T) {
 }
 
 // story waits for the incident's facts and holds them, the page and the
-// gateway's log to what the person paged needs (lab.Story.Check).
-func (s *stack) story(t *testing.T, ctx context.Context, probe lab.Probe, id, guilty string, tl *timeline) {
+// gateway's log to what the person paged needs (lab.Story.Check), and
+// returns it.
+func (s *stack) story(t *testing.T, ctx context.Context, probe lab.Probe, id, guilty string, tl *timeline) lab.Story {
 	t.Helper()
 	story, err := probe.WaitStory(ctx, id, 90*time.Second)
 	if err != nil {
@@ -309,6 +319,7 @@ func (s *stack) story(t *testing.T, ctx context.Context, probe lab.Probe, id, gu
 		t.Fatalf("the notification: %v", err)
 	}
 	tl.block("the page's notifications, as burnlab's Alertmanager template renders them (amtool)", note)
+	return story
 }
 
 // requireEngine skips the test, loudly, on a machine with no Docker

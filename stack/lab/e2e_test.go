@@ -303,6 +303,15 @@ func testRegression(t *testing.T, ctx context.Context, root, bin, replay string,
 	resolved := time.Now()
 	regression.resolved = fmt.Sprintf("%ds (from the switch)", int(resolved.Sub(switched).Seconds()))
 	say("RESOLVED %s after the switch; burn over 2m %s", resolved.Sub(switched).Round(time.Second), burn())
+	after, err := l.WaitGCAfter(ctx, page.ID, 30*time.Second)
+	if err != nil {
+		fail("%v", err)
+	}
+	gcAfter, err := story.CheckGCAfter(after)
+	if err != nil {
+		fail("the fix's mechanism: %v", err)
+	}
+	say("GC %s", gcAfter)
 	if err := stopWatch(); err != nil {
 		fail("watching the alerts: %v", err)
 	}

@@ -44,20 +44,55 @@ var job = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$`)
 // interval or two says nothing.
 const minGCWindow = 30 * time.Second
 
+// afterWindow is the window the after-view is read over: the minute before
+// the resolve. A page resolves once its short window's burn falls under
+// the pair's factor, about a minute after the fix in the lab, so this
+// minute is the fixed build's.
+const afterWindow = time.Minute
+
+// GCAfter reads the collector's share of the processes of job jobName over
+// the minute before resolved: the after of GC's before and during.
+func (c *Client) GCAfter(ctx context.Context, jobName string, resolved time.Time) *incident.GCAfter {
+	g := &incident.GCAfter{Job: jobName, From: resolved.Add(-afterWindow), To: resolved}
+	if g.Error = c.cannotRead(jobName); g.Error != "" {
+		return g
+	}
+	matcher, window := fmt.Sprintf("job=%q", jobName), model.Duration(afterWindow).String()
+	var errs []error
+	for q, v := range map[string]**float64{gcQueries.share: &g.CPUShare, gcQueries.assist: &g.AssistShare} {
+		var err error
+		if *v, err = c.instant(ctx, fmt.Sprintf(q, matcher, window), resolved); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		g.Error = fmt.Sprintf("%d of 2 GC queries failed, the first: %v", len(errs), errs[0])
+	}
+	g.Words = g.Say()
+	return g
+}
+
+// cannotRead says why the GC figures of jobName cannot be read, or "".
+func (c *Client) cannotRead(jobName string) string {
+	switch {
+	case c == nil:
+		return "the pager runs without -prometheus-url: no GC figures"
+	case !job.MatchString(jobName):
+		return fmt.Sprintf("the job %.80q is not a plain Prometheus job name: no GC figures", jobName)
+	}
+	return ""
+}
+
 // GC reads the collector's figures of the processes of Prometheus job
 // jobName over the burn window, from burnFrom to fired, and over as long a
 // window before it. A figure Prometheus has no value for (no series yet,
 // no CPU used) is nil, and the words say what is missing.
 func (c *Client) GC(ctx context.Context, jobName string, burnFrom, fired time.Time) *incident.GC {
 	g := &incident.GC{Job: jobName}
-	switch {
-	case c == nil:
-		g.Error = "the pager runs without -prometheus-url: no GC figures"
+	if g.Error = c.cannotRead(jobName); g.Error != "" {
 		return g
-	case !job.MatchString(jobName):
-		g.Error = fmt.Sprintf("the job %.80q is not a plain Prometheus job name: no GC figures", jobName)
-		return g
-	case burnFrom.IsZero() || !burnFrom.Before(fired):
+	}
+	if burnFrom.IsZero() || !burnFrom.Before(fired) {
 		g.Error = "no burn window to read the GC over"
 		return g
 	}

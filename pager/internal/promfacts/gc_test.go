@@ -108,3 +108,35 @@ func TestGCTakesNoInfinity(t *testing.T) {
 		t.Errorf("the figures do not encode: %v", err)
 	}
 }
+
+// The after-view reads the two shares over the minute before the resolve,
+// and says what it could not.
+func TestGCAfterReadsTheMinuteBeforeTheResolve(t *testing.T) {
+	prom := promfactstest.New(t)
+	prom.Set("go_cpu_classes_gc_total_cpu_seconds_total", "0.06")
+	prom.Set("go_cpu_classes_gc_mark_assist_cpu_seconds_total", "0.004")
+	c, err := New(prom.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.GCAfter(context.Background(), "gateway", start)
+	if g.Error != "" || g.Words != "after the resolve GC took 6% of gateway's CPU, mark assist 0%" || !g.From.Equal(start.Add(-time.Minute)) || !g.To.Equal(start) {
+		t.Errorf("after: %+v", g)
+	}
+	asked := prom.Asked()
+	if len(asked) != 2 {
+		t.Fatalf("%d queries, want the two shares", len(asked))
+	}
+	for _, a := range asked {
+		if !strings.Contains(a.Query, `{job="gateway"}[1m]`) || !a.Time.Equal(start) {
+			t.Errorf("query %q at %s, want the job's minute before %s", a.Query, a.Time, start)
+		}
+	}
+	if g := c.GCAfter(context.Background(), `a"} or vector(1`, start); !strings.Contains(g.Error, "not a plain Prometheus job name") {
+		t.Errorf("a hostile job name: %q", g.Error)
+	}
+	prom.Close()
+	if g := c.GCAfter(context.Background(), "gateway", start); !strings.Contains(g.Error, "2 of 2 GC queries failed") || !strings.Contains(g.Words, "no GC figures") {
+		t.Errorf("Prometheus down: %+v", g)
+	}
+}

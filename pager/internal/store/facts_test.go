@@ -47,6 +47,7 @@ func TestFactsSurviveRestartAndCompaction(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	want := map[string]incident.Facts{}
+	wantGC := map[string]incident.GCAfter{}
 	var ids []string
 	for i, fp := range []string{"00000000000000a1", "00000000000000a2"} {
 		a := page(fp)
@@ -63,7 +64,12 @@ func TestFactsSurviveRestartAndCompaction(t *testing.T) {
 		if _, err := s.AddNotification("pager-page", "page", []Alert{a}, a.EndsAt); err != nil {
 			t.Fatal(err)
 		}
-		want[acc[0].Incident] = f
+		share := 0.06
+		g := incident.GCAfter{Job: "gateway", From: a.EndsAt.Add(-time.Minute), To: a.EndsAt, CPUShare: &share, Words: "after the resolve GC took 6%"}
+		if err := s.AddGCAfter(acc[0].Incident, g, a.EndsAt.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		want[acc[0].Incident], wantGC[acc[0].Incident] = f, g
 		ids = append(ids, acc[0].Incident)
 	}
 	check := func(s *Store, when string, kept ...string) {
@@ -84,6 +90,10 @@ func TestFactsSurviveRestartAndCompaction(t *testing.T) {
 			}
 			if inc.Timeline[1].Kind != incident.FactsRead || inc.Timeline[1].What() != inc.Facts.Summary() {
 				t.Errorf("%s: the timeline's second event is %+v, want the facts' line", when, inc.Timeline[1])
+			}
+			last := inc.Timeline[len(inc.Timeline)-1]
+			if w := wantGC[id]; inc.GCAfter == nil || !reflect.DeepEqual(*inc.GCAfter, w) || last.Kind != incident.GCAfterRead || last.What() != w.Words {
+				t.Errorf("%s: the GC after the resolve of %s is %+v, the timeline's last event %+v; want %+v", when, id, inc.GCAfter, last, w)
 			}
 			for _, file := range []string{inc.Facts.Heap.BeforeFile, inc.Facts.Heap.DuringFile} {
 				if _, err := os.Stat(filepath.Join(dir, file)); err != nil {

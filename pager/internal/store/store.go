@@ -53,6 +53,8 @@ type Record struct {
 	Profile  *incident.Profile `json:"profile,omitempty"`
 	// Facts are a page's facts, read when it fired.
 	Facts *incident.Facts `json:"facts,omitempty"`
+	// GCAfter is a page's GC share, read once it resolved.
+	GCAfter *incident.GCAfter `json:"gc_after,omitempty"`
 	// Severity is a notification's alert's when it has no severity label:
 	// that of the webhook it came to (AddNotification).
 	Severity string `json:"severity,omitempty"`
@@ -414,6 +416,9 @@ const (
 	KindProfileAfter Kind = "profile_after"
 	// KindFacts is the facts read when a page fired (incident.Facts).
 	KindFacts Kind = "facts"
+	// KindGCAfter is the collector's share read once a page resolved
+	// (incident.GCAfter).
+	KindGCAfter Kind = "gc_after"
 	// KindHeard is a re-sent notification of an incident a compaction
 	// kept as a snapshot: heard again, nothing new.
 	KindHeard Kind = "heard"
@@ -433,6 +438,11 @@ func (s *Store) AddAfterProfile(id string, p incident.Profile, now time.Time) er
 
 func (s *Store) addProfile(typ Kind, id string, p incident.Profile, now time.Time) error {
 	return s.add1(Record{Type: typ, At: now, Incident: id, Profile: &p})
+}
+
+// AddGCAfter records the collector's share read once an incident resolved.
+func (s *Store) AddGCAfter(id string, g incident.GCAfter, now time.Time) error {
+	return s.add1(Record{Type: KindGCAfter, At: now, Incident: id, GCAfter: &g})
 }
 
 // AddFacts records the facts read for an incident when it paged; the
@@ -559,6 +569,14 @@ func (s *Store) apply(r Record) {
 			s.share(file, 1)
 		}
 		e.inc.Timeline = append(e.inc.Timeline, incident.Event{At: r.At, Kind: incident.FactsRead, Note: f.Summary()})
+	case KindGCAfter:
+		e := s.incidents[r.Incident]
+		if e == nil || r.GCAfter == nil {
+			return
+		}
+		g := *r.GCAfter
+		e.inc.GCAfter = &g
+		e.inc.Timeline = append(e.inc.Timeline, incident.Event{At: r.At, Kind: incident.GCAfterRead, Note: g.Words})
 	case KindHeard:
 		if e := s.incidents[r.Incident]; e != nil && r.At.After(e.heard) {
 			e.heard = r.At

@@ -55,3 +55,22 @@ func TestTheIncidentPageSplitsTheSlowRequestsTime(t *testing.T) {
 		t.Error("a page without a snapshot does not say why")
 	}
 }
+
+// Once the page resolved, the GC section says the share after it; while it
+// fires, that it will.
+func TestTheIncidentPageShowsTheGCAfterTheResolve(t *testing.T) {
+	u := newUI(t, 0)
+	start := time.Now().Add(-3 * time.Minute).UTC().Truncate(time.Second)
+	id := u.burnPage(fp1, start, false)
+	if page := u.get("/incidents/"+id, 200); !strings.Contains(page, "When the page resolves the pager reads the share again") {
+		t.Error("a firing page does not say the share is read again at the resolve")
+	}
+	share := 0.06
+	g := incident.GCAfter{Job: "gateway", From: start, To: start.Add(time.Minute), CPUShare: &share, Words: "after the resolve GC took 6% of gateway's CPU, mark assist 0%"}
+	if err := u.st.AddGCAfter(id, g, start.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if page := u.get("/incidents/"+id, 200); !strings.Contains(page, `id="gc-after"`) || !strings.Contains(page, "after the resolve GC took 6% of gateway&#39;s CPU") {
+		t.Error("the page does not show the GC after the resolve")
+	}
+}

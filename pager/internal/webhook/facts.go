@@ -54,6 +54,28 @@ func (h *Handler) readFacts(a store.Accepted) {
 	h.postFinding(a.Incident)
 }
 
+// readGCAfter reads the collector's share over the minute before a page
+// resolved and journals it: the after of the facts' before and during,
+// which with the fix deployed falls back.
+func (h *Handler) readGCAfter(a store.Accepted) {
+	resolved := a.Alert.EndsAt
+	if now := h.clock.Now(); resolved.IsZero() || resolved.After(now) {
+		resolved = now
+	}
+	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
+	g := h.cfg.Prometheus.GCAfter(ctx, h.cfg.GCJob, resolved)
+	cancel()
+	if err := h.cfg.Store.AddGCAfter(a.Incident, *g, time.Now()); err != nil {
+		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store the GC after the resolve")
+		return
+	}
+	ev := h.cfg.Log.Info()
+	if g.Error != "" {
+		ev = ev.Str("not_read", g.Error)
+	}
+	ev.Str("incident", a.Incident).Str("gc", g.Words).Msg("GC after the resolve")
+}
+
 // heapChange compares the delta heap profile taken before the burn with
 // one taken during it: the burn window runs from burnFrom (the alert's
 // start less the long window of the pair the facts are read over) to the

@@ -361,7 +361,8 @@ func TestPayloadTextIsCheckedBeforeItIsQueried(t *testing.T) {
 
 // With -gc-job, a page's facts hold the collector's share of its job's CPU
 // over the burn window and before it, and the timeline's facts line says
-// it; without, none is read.
+// it; once the page resolves the share is read again, over the minute
+// before the resolve. Without a job, none is read.
 func TestAPageReadsTheGCOfItsJob(t *testing.T) {
 	for _, job := range []string{"gateway", ""} {
 		prom := promfactstest.New(t)
@@ -375,12 +376,18 @@ func TestAPageReadsTheGCOfItsJob(t *testing.T) {
 		if status, body := p.post(t, "/webhook/page", notification(burnAlert(start, nil))); status != 200 {
 			t.Fatalf("%d %s", status, body)
 		}
+		if status, body := p.post(t, "/webhook/page", notification(with(burnAlert(start, nil), "status", "resolved"))); status != 200 {
+			t.Fatalf("resolve: %d %s", status, body)
+		}
 		inc, f := p.facts(t)
 		if job == "" {
-			if f.GC != nil || strings.Contains(fmt.Sprint(prom.Asked()), "go_cpu_classes") {
-				t.Errorf("without a job the GC was read: %+v", f.GC)
+			if f.GC != nil || inc.GCAfter != nil || strings.Contains(fmt.Sprint(prom.Asked()), "go_cpu_classes") {
+				t.Errorf("without a job the GC was read: %+v, after %+v", f.GC, inc.GCAfter)
 			}
 			continue
+		}
+		if g := inc.GCAfter; g == nil || !near(g.CPUShare, 0.61) || g.To.After(time.Now()) || !strings.Contains(fmt.Sprint(inc.Timeline), "after the resolve GC took 61%") {
+			t.Errorf("the GC after the resolve: %+v; timeline %v", g, inc.Timeline)
 		}
 		if f.GC == nil || !near(f.GC.CPUShareDuring, 0.61) || !near(f.GC.CPUShareBefore, 0.04) || !f.GC.DuringTo.Equal(start) {
 			t.Fatalf("GC %+v, want 61%% during the burn and 4%% before, up to the alert's start", f.GC)

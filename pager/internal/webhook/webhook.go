@@ -442,6 +442,9 @@ func (h *Handler) announce(a store.Accepted, c capture) {
 	if a.Cleared {
 		h.captures.Go(func() { h.postFinding(a.Incident) })
 	}
+	if a.Cleared && h.cfg.Prometheus != nil && h.cfg.GCJob != "" {
+		h.captures.Go(func() { h.readGCAfter(a) })
+	}
 	if c.after {
 		h.captures.Go(func() {
 			if c.pending != nil {

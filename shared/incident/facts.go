@@ -165,7 +165,7 @@ type GC struct {
 }
 
 // GCAfter is the collector's share of the process's CPU once the page
-// resolved, over the minute before the resolve: with the fix deployed, the
+// resolved, over the minute after the resolve: with the fix deployed, the
 // share falls back from the burn's.
 type GCAfter struct {
 	Job         string    `json:"job"`

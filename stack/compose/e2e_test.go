@@ -192,7 +192,7 @@ func TestComposeEndToEnd(t *testing.T) {
 	}
 	waitResolved(t, s, probe, page.ID, switched)
 	tl.mark(fmt.Sprintf("RESOLVED %s after make fixed", time.Since(switched).Round(time.Second)))
-	gcRead, err := probe.WaitGCAfter(ctx, page.ID, 30*time.Second)
+	gcRead, err := probe.WaitGCAfter(ctx, page.ID, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

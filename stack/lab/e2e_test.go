@@ -303,7 +303,7 @@ func testRegression(t *testing.T, ctx context.Context, root, bin, replay string,
 	resolved := time.Now()
 	regression.resolved = fmt.Sprintf("%ds (from the switch)", int(resolved.Sub(switched).Seconds()))
 	say("RESOLVED %s after the switch; burn over 2m %s", resolved.Sub(switched).Round(time.Second), burn())
-	after, err := l.WaitGCAfter(ctx, page.ID, 30*time.Second)
+	after, err := l.WaitGCAfter(ctx, page.ID, 2*time.Minute)
 	if err != nil {
 		fail("%v", err)
 	}

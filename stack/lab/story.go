@@ -97,7 +97,7 @@ func (s Story) CheckGC() (string, error) {
 }
 
 // CheckGCAfter holds a resolved baseline page to the fix's side of the
-// mechanism: over the minute before the resolve, with the fixed build
+// mechanism: over the minute after the resolve, with the fixed build
 // serving, the collector took under half the share of the gateway's CPU it
 // took during the burn, and mark assist under half its share. (Issue 35
 // asks for the share "back near its before value"; the before is noise,

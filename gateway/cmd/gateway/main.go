@@ -57,7 +57,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	maxDuration := fs.Duration("max-stream-duration", 10*time.Minute, "end a stream this long after the upstream answered, with an error event (stream_limit)")
 	maxTranscript := fs.Int("max-transcript-bytes", 1<<20, "keep at most this much of a stream's audit transcript; the stream goes on")
 	flightAge := fs.Duration("flight-recorder", 10*time.Second, "keep at least this much of the execution trace in memory, served on the admin listener at "+service.FlightRecorderPath+" (0: off)")
-	flightBytes := fs.Uint64("flight-recorder-bytes", 16<<20, "but at most this many bytes of it")
+	// The recorder's window lives in the Go heap, where it raises the
+	// collector's heap goal: a small live heap (the baseline's is a few
+	// MiB) collects less often with it, so the bound is kept small.
+	flightBytes := fs.Uint64("flight-recorder-bytes", 4<<20, "but at most this many bytes of it (they are Go heap: see docs/performance.md)")
 	service.Usage(fs, envs, fmt.Sprintf("gateway (%s build, version %s)\n\nFlags:\n", variant, version))
 	if err := service.Parse(fs, args, envs); err != nil {
 		return err

@@ -44,24 +44,24 @@ var job = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$`)
 // interval or two says nothing.
 const minGCWindow = 30 * time.Second
 
-// afterWindow is the window the after-view is read over: the minute before
-// the resolve. A page resolves once its short window's burn falls under
-// the pair's factor, about a minute after the fix in the lab, so this
-// minute is the fixed build's.
-const afterWindow = time.Minute
+// AfterWindow is the window the after-view is read over: the minute after
+// the resolve. Any minute before it may hold the broken build still
+// serving, whose CPU, many times the fixed build's, would swamp the share.
+const AfterWindow = time.Minute
 
 // GCAfter reads the collector's share of the processes of job jobName over
-// the minute before resolved: the after of GC's before and during.
+// the minute after resolved, once it is over: the after of GC's before and
+// during.
 func (c *Client) GCAfter(ctx context.Context, jobName string, resolved time.Time) *incident.GCAfter {
-	g := &incident.GCAfter{Job: jobName, From: resolved.Add(-afterWindow), To: resolved}
+	g := &incident.GCAfter{Job: jobName, From: resolved, To: resolved.Add(AfterWindow)}
 	if g.Error = c.cannotRead(jobName); g.Error != "" {
 		return g
 	}
-	matcher, window := fmt.Sprintf("job=%q", jobName), model.Duration(afterWindow).String()
+	matcher, window := fmt.Sprintf("job=%q", jobName), model.Duration(AfterWindow).String()
 	var errs []error
 	for q, v := range map[string]**float64{gcQueries.share: &g.CPUShare, gcQueries.assist: &g.AssistShare} {
 		var err error
-		if *v, err = c.instant(ctx, fmt.Sprintf(q, matcher, window), resolved); err != nil {
+		if *v, err = c.instant(ctx, fmt.Sprintf(q, matcher, window), g.To); err != nil {
 			errs = append(errs, err)
 		}
 	}

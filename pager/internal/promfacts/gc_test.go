@@ -109,7 +109,7 @@ func TestGCTakesNoInfinity(t *testing.T) {
 	}
 }
 
-// The after-view reads the two shares over the minute before the resolve,
+// The after-view reads the two shares over the minute after the resolve,
 // and says what it could not.
 func TestGCAfterReadsTheMinuteBeforeTheResolve(t *testing.T) {
 	prom := promfactstest.New(t)
@@ -120,7 +120,7 @@ func TestGCAfterReadsTheMinuteBeforeTheResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := c.GCAfter(context.Background(), "gateway", start)
-	if g.Error != "" || g.Words != "after the resolve GC took 6% of gateway's CPU, mark assist 0%" || !g.From.Equal(start.Add(-time.Minute)) || !g.To.Equal(start) {
+	if g.Error != "" || g.Words != "after the resolve GC took 6% of gateway's CPU, mark assist 0%" || !g.From.Equal(start) || !g.To.Equal(start.Add(time.Minute)) {
 		t.Errorf("after: %+v", g)
 	}
 	asked := prom.Asked()
@@ -128,8 +128,8 @@ func TestGCAfterReadsTheMinuteBeforeTheResolve(t *testing.T) {
 		t.Fatalf("%d queries, want the two shares", len(asked))
 	}
 	for _, a := range asked {
-		if !strings.Contains(a.Query, `{job="gateway"}[1m]`) || !a.Time.Equal(start) {
-			t.Errorf("query %q at %s, want the job's minute before %s", a.Query, a.Time, start)
+		if !strings.Contains(a.Query, `{job="gateway"}[1m]`) || !a.Time.Equal(start.Add(time.Minute)) {
+			t.Errorf("query %q at %s, want the job's minute after %s", a.Query, a.Time, start)
 		}
 	}
 	if g := c.GCAfter(context.Background(), `a"} or vector(1`, start); !strings.Contains(g.Error, "not a plain Prometheus job name") {

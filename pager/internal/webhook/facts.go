@@ -54,13 +54,14 @@ func (h *Handler) readFacts(a store.Accepted) {
 	h.postFinding(a.Incident)
 }
 
-// readGCAfter reads the collector's share over the minute before a page
-// resolved and journals it: the after of the facts' before and during,
-// which with the fix deployed falls back.
+// readGCAfter reads the collector's share over the minute after a page's
+// resolve reached the pager, once Prometheus has scraped its end, and
+// journals it: the after of the facts' before and during, which with the
+// fix deployed falls back. A pager stopped in between reads none.
 func (h *Handler) readGCAfter(a store.Accepted) {
-	resolved := a.Alert.EndsAt
-	if now := h.clock.Now(); resolved.IsZero() || resolved.After(now) {
-		resolved = now
+	resolved := h.clock.Now()
+	if h.clock.Sleep(h.waits, promfacts.AfterWindow+afterScrape) != nil {
+		return
 	}
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
 	g := h.cfg.Prometheus.GCAfter(ctx, h.cfg.GCJob, resolved)
@@ -75,6 +76,11 @@ func (h *Handler) readGCAfter(a store.Accepted) {
 	}
 	ev.Str("incident", a.Incident).Str("gc", g.Words).Msg("GC after the resolve")
 }
+
+// afterScrape is how long past the after-view's minute the pager waits
+// before reading it: a scrape interval or two (the lab's and compose's are
+// 5 s), so Prometheus holds the minute's end.
+const afterScrape = 15 * time.Second
 
 // heapChange compares the delta heap profile taken before the burn with
 // one taken during it: the burn window runs from burnFrom (the alert's

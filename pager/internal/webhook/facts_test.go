@@ -362,7 +362,7 @@ func TestPayloadTextIsCheckedBeforeItIsQueried(t *testing.T) {
 // With -gc-job, a page's facts hold the collector's share of its job's CPU
 // over the burn window and before it, and the timeline's facts line says
 // it; once the page resolves the share is read again, over the minute
-// before the resolve. Without a job, none is read.
+// after the resolve, once it is over. Without a job, none is read.
 func TestAPageReadsTheGCOfItsJob(t *testing.T) {
 	for _, job := range []string{"gateway", ""} {
 		prom := promfactstest.New(t)
@@ -372,12 +372,20 @@ func TestAPageReadsTheGCOfItsJob(t *testing.T) {
 		prom.SetBefore("go_cpu_classes_gc_total", start.Add(-time.Minute), "0.04")
 		prom.Set("go_cpu_classes_gc_total", "0.61")
 		p := newFactsPager(t, prom.URL, nil, 0)
-		p.h.cfg.GCJob = job
+		clk := newFakeClock(time.Now())
+		p.h.cfg.GCJob, p.h.clock = job, clk
 		if status, body := p.post(t, "/webhook/page", notification(burnAlert(start, nil))); status != 200 {
 			t.Fatalf("%d %s", status, body)
 		}
+		resolved := clk.Now()
 		if status, body := p.post(t, "/webhook/page", notification(with(burnAlert(start, nil), "status", "resolved"))); status != 200 {
 			t.Fatalf("resolve: %d %s", status, body)
+		}
+		if job != "" {
+			if wake := <-clk.asleep; !wake.Equal(resolved.Add(75 * time.Second)) {
+				t.Errorf("the GC after the resolve is read at %s, want the resolve's minute and 15 s later, %s", wake, resolved.Add(75*time.Second))
+			}
+			clk.Advance(75 * time.Second)
 		}
 		inc, f := p.facts(t)
 		if job == "" {
@@ -386,7 +394,7 @@ func TestAPageReadsTheGCOfItsJob(t *testing.T) {
 			}
 			continue
 		}
-		if g := inc.GCAfter; g == nil || !near(g.CPUShare, 0.61) || g.To.After(time.Now()) || !strings.Contains(fmt.Sprint(inc.Timeline), "after the resolve GC took 61%") {
+		if g := inc.GCAfter; g == nil || !near(g.CPUShare, 0.61) || !g.From.Equal(resolved) || !strings.Contains(fmt.Sprint(inc.Timeline), "after the resolve GC took 61%") {
 			t.Errorf("the GC after the resolve: %+v; timeline %v", g, inc.Timeline)
 		}
 		if f.GC == nil || !near(f.GC.CPUShareDuring, 0.61) || !near(f.GC.CPUShareBefore, 0.04) || !f.GC.DuringTo.Equal(start) {

@@ -19,8 +19,9 @@ import (
 )
 
 // MaxTraceBytes bounds a flight-recorder snapshot the pager takes: the
-// gateway keeps at most 16 MiB by default, and a snapshot may hold a
-// little more than the recorder's bound (its newest generation).
+// gateway keeps at most 4 MiB by default (16 times that is room for a
+// service's larger recorder), and a snapshot may hold a little more than
+// the recorder's bound (its newest generation).
 const MaxTraceBytes = 64 << 20
 
 // traceMetrics are the snapshots' fetch time and size.

@@ -101,14 +101,15 @@ func TestStoryBurnIsTheWriteUps(t *testing.T) {
 // that has no figures.
 func TestStoryCheckGC(t *testing.T) {
 	for gc, ok := range map[string]bool{
-		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.01,"assist_share_during":0.23}`: true,
-		`{"cpu_share_before":0.20,"cpu_share_during":0.35,"assist_share_before":0.01,"assist_share_during":0.13}`: true,  // an idle "before"
-		`{"cpu_share_before":0.01,"cpu_share_during":0.15,"assist_share_before":0.01,"assist_share_during":0.13}`: false, // under a fifth
-		`{"cpu_share_before":0.20,"cpu_share_during":0.40,"assist_share_before":0.05,"assist_share_during":0.16}`: true,  // a calibration's "before"
-		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.15,"assist_share_during":0.13}`: false, // assist fell
-		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.00,"assist_share_during":0.04}`: false, // under 5 %
-		`{"cpu_share_before":null,"cpu_share_during":0.61,"assist_share_before":null,"assist_share_during":0.23}`: true,  // no before: an idle gateway
-		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.01,"assist_share_during":null}`: false,
+		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.01,"assist_share_during":0.23}`:  true,
+		`{"cpu_share_before":0.20,"cpu_share_during":0.35,"assist_share_before":0.01,"assist_share_during":0.13}`:  true,  // an idle "before"
+		`{"cpu_share_before":0.01,"cpu_share_during":0.14,"assist_share_before":0.01,"assist_share_during":0.13}`:  false, // under 15 %
+		`{"cpu_share_before":0.06,"cpu_share_during":0.21,"assist_share_before":0.02,"assist_share_during":0.054}`: true,  // the flight recorder's lab run
+		`{"cpu_share_before":0.20,"cpu_share_during":0.40,"assist_share_before":0.05,"assist_share_during":0.16}`:  true,  // a calibration's "before"
+		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.15,"assist_share_during":0.13}`:  false, // assist fell
+		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.00,"assist_share_during":0.025}`: false, // under 3 %
+		`{"cpu_share_before":null,"cpu_share_during":0.61,"assist_share_before":null,"assist_share_during":0.23}`:  true,  // no before: an idle gateway
+		`{"cpu_share_before":0.04,"cpu_share_during":0.61,"assist_share_before":0.01,"assist_share_during":null}`:  false,
 		`null`: false,
 	} {
 		var s Story

@@ -128,18 +128,28 @@ func (s Story) CheckGCAfter(after *incident.GCAfter) (string, error) {
 // WaitGCAfter waits for the pager to read the GC's share after an
 // incident's resolve.
 func (l Probe) WaitGCAfter(ctx context.Context, id string, within time.Duration) (*incident.GCAfter, error) {
-	deadline := time.Now().Add(within)
-	for {
-		inc, err := l.Incident(id)
-		if err == nil && inc.GCAfter != nil {
-			return inc.GCAfter, nil
+	var inc incident.Incident
+	err := waitFor(ctx, within, "incident "+id+": no GC share after the resolve", func() (ok bool, err error) {
+		inc, err = l.Incident(id)
+		return err == nil && inc.GCAfter != nil, err
+	})
+	return inc.GCAfter, err
+}
+
+// waitFor asks done every 2 s until it says so, ctx ends, or within has
+// passed; then the error says what did not come, and done's last error.
+func waitFor(ctx context.Context, within time.Duration, what string, done func() (bool, error)) error {
+	for deadline := time.Now().Add(within); ; {
+		ok, err := done()
+		if ok {
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("incident %s: no GC share after the resolve within %s (last: %v)", id, within, err)
+			return fmt.Errorf("%s within %s (last: %v)", what, within, err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(2 * time.Second):
 		}
 	}
@@ -156,21 +166,12 @@ func (l Probe) Story(id string) (Story, error) {
 // WaitStory waits until the incident's facts, heap verdict included, are
 // in.
 func (l Probe) WaitStory(ctx context.Context, id string, within time.Duration) (Story, error) {
-	deadline := time.Now().Add(within)
-	for {
-		s, err := l.Story(id)
-		if err == nil && s.Facts != nil && s.Facts.Heap != nil {
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			return s, fmt.Errorf("incident %s: no facts with a heap verdict within %s (last: %v)", id, within, err)
-		}
-		select {
-		case <-ctx.Done():
-			return s, ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
+	var s Story
+	err := waitFor(ctx, within, "incident "+id+": no facts with a heap verdict", func() (ok bool, err error) {
+		s, err = l.Story(id)
+		return err == nil && s.Facts != nil && s.Facts.Heap != nil, err
+	})
+	return s, err
 }
 
 // The write-up's page burns at about 10x (one stream in 100 breaches a
@@ -437,20 +438,10 @@ func render(ctx context.Context, root string, a notified) (string, error) {
 // verdict compares the burn with, as a service that has run a while
 // always has.
 func (l Probe) WaitHeapBaseline(ctx context.Context, within time.Duration) error {
-	for deadline := time.Now().Add(within); ; {
+	return waitFor(ctx, within, "the pager took no delta heap profile of the gateway", func() (bool, error) {
 		n, err := l.pagerDeltas()
-		if n >= 1 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the pager took no delta heap profile of the gateway within %s (%v)", within, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
+		return n >= 1, err
+	})
 }
 
 // pagerDeltas is pager_delta_profiles_total{result="ok"}, from the pager.

@@ -88,6 +88,14 @@ type request struct {
 // Split reads a snapshot and returns the wall-clock window it covers and
 // its MaxRequests slowest requests, slowest first.
 func Split(r io.Reader) (from, to time.Time, out []incident.RequestTime, err error) {
+	// The snapshot comes over the network from whatever -trace-url names,
+	// and the reader is an experimental package: a snapshot it cannot make
+	// sense of is the incident's error, never the pager's crash.
+	defer func() {
+		if p := recover(); p != nil {
+			from, to, out, err = time.Time{}, time.Time{}, nil, fmt.Errorf("reading the trace: the reader failed: %v", p)
+		}
+	}()
 	rd, err := trace.NewReader(r)
 	if err != nil {
 		return from, to, nil, fmt.Errorf("reading the trace: %w", err)

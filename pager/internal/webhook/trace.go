@@ -73,7 +73,7 @@ func (h *Handler) snapshot(ctx context.Context, profile string) *incident.Trace 
 		return t
 	}
 	t.File, t.Bytes = path.Join(store.ProfilesDir, traceName(profile)), int64(len(raw))
-	if t.From, t.To, t.Requests, err = flight.Split(bytes.NewReader(raw)); err != nil {
+	if err := h.split(ctx, t, raw); err != nil {
 		t.Error = "splitting the requests' time: " + err.Error()
 	}
 	t.FetchSeconds = time.Since(start).Seconds()
@@ -81,6 +81,32 @@ func (h *Handler) snapshot(ctx context.Context, profile string) *incident.Trace 
 	h.trace.seconds.Observe(t.FetchSeconds)
 	h.trace.bytes.Observe(float64(t.Bytes))
 	return t
+}
+
+// split fills t's window and requests from the snapshot raw, unless ctx
+// ends first: the reader is an experimental package parsing up to 64 MiB
+// from the network, and however long it takes, the page's profile record
+// must not wait past the capture's timeout. A split given up on runs on,
+// its result dropped.
+func (h *Handler) split(ctx context.Context, t *incident.Trace, raw []byte) error {
+	type result struct {
+		from, to time.Time
+		reqs     []incident.RequestTime
+		err      error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.from, r.to, r.reqs, r.err = flight.Split(bytes.NewReader(raw))
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		t.From, t.To, t.Requests = r.from, r.to, r.reqs
+		return r.err
+	case <-ctx.Done():
+		return fmt.Errorf("given up: %w", ctx.Err())
+	}
 }
 
 // fetchTrace reads the snapshot, at most MaxTraceBytes of it.

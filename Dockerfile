@@ -10,7 +10,7 @@
 # Every base image is a global ARG whose default is the pinned image, and
 # compose passes none of them: a user's build uses exactly these pins. An
 # engine with no registry builds with stand-ins instead, made on the machine
-# by `make standins` and passed by `make up-offline` (stack/standins). There
+# by `make standins` and passed by `make up-offline` (tools/standins). There
 # is no `# syntax` line: it would make BuildKit fetch its Dockerfile frontend
 # from a registry, and the engine's built-in one (Engine 20.10 and later) has
 # all this file uses, RUN --mount among it.

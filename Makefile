@@ -13,7 +13,7 @@ GO      ?= go
 # the command line or go env -w) are kept after it.
 override GOFLAGS := -trimpath $(filter-out -trimpath,$(or $(GOFLAGS),$(shell $(GO) env GOFLAGS)))
 export GOFLAGS
-MODULES := ./shared/... ./gateway/... ./loadgen/... ./pager/... ./grafana/... ./grafana/plugin/... ./stack/...
+MODULES := ./shared/... ./gateway/... ./loadgen/... ./pager/... ./grafana/... ./grafana/plugin/... ./prometheus/rulegen/... ./stack/... ./tools/benchproxy/... ./tools/standins/...
 BIN     := bin
 # COUNT runs each unit test that many times: `make unit check-compose
 # check-kubernetes check-strategies COUNT=20` is the hunt for tests that
@@ -71,7 +71,7 @@ lint: ## golangci-lint (.golangci.yml) over every module, the compose and Kubern
 	@mkdir -p $(BIN)
 	GOWORK=off $(GO) -C tools/lint build -o $(abspath $(LINT)) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	$(LINT) run $(MODULES)
-	for m in stack/compose stack/kubernetes stack/strategies; do (cd $$m && GOWORK=off $(abspath $(LINT)) run ./...) || exit 1; done
+	for m in stack/compose stack/kubernetes tools/strategies; do (cd $$m && GOWORK=off $(abspath $(LINT)) run ./...) || exit 1; done
 
 .PHONY: load
 load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, so the figures are the gateway's)
@@ -83,7 +83,7 @@ load: ## load and abuse checks on the fixed gateway (~2 min; no race detector, s
 # the rule and config checks and compose's stand-ins run one version. The
 # first build takes about 6 minutes; a changed go.mod or go.sum rebuilds.
 # Chromium, for the pager web UI's browser test (stack/pagerweb). nginx, for
-# bench-proxy's smoke test (stack/benchproxy); Debian puts it in /usr/sbin,
+# bench-proxy's smoke test (tools/benchproxy); Debian puts it in /usr/sbin,
 # which is not on every user's PATH.
 export PATH := $(abspath $(BIN)):$(PATH)
 PROM_BINS := $(addprefix $(BIN)/,prometheus promtool alertmanager amtool)
@@ -107,7 +107,7 @@ chromium: ## install Debian's Chromium, for the pager web UI's browser test, whe
 
 # One recipe makes all four (&:), once, whichever is asked for.
 $(PROM_BINS) &: $(PROM_PINS)
-	$(GO) run ./stack/cmd/standins -tools $(BIN)
+	$(GO) run ./tools/standins/cmd/standins -tools $(BIN)
 	@touch $(PROM_BINS)
 
 # Compose v2, the docker CLI plugin behind `docker compose`, builds in its own
@@ -137,16 +137,17 @@ SLOTH      := GOWORK=off $(GO) -C prometheus/tools tool sloth
 SLO_SPEC   := ../slo/llm-gateway.yml
 LAB_WINDOWS := --slo-period-windows-path=../slo/windows/lab --default-slo-period=10h
 
-# Sloth writes no alert for an SLI with no data; stack/cmd/nodata-rules
-# appends one to each file Sloth generates (stack/nodata says why).
-NODATA := $(GO) run ./stack/cmd/nodata-rules
+# The rule generators live in prometheus/rulegen, each package saying why.
+# Sloth writes no alert for an SLI with no data; nodata-rules appends one to
+# each file Sloth generates.
+NODATA := $(GO) run ./prometheus/rulegen/cmd/nodata-rules
 # Sloth's alerts say neither the burn of the pair that fired nor the budget
-# left; stack/cmd/burnfacts-rules annotates each (stack/burnfacts says why).
-BURNFACTS := $(GO) run ./stack/cmd/burnfacts-rules
+# left; burnfacts-rules annotates each.
+BURNFACTS := $(GO) run ./prometheus/rulegen/cmd/burnfacts-rules
 # Sloth's pairs fire on one bad event in a window too empty to hold the
-# evidence; stack/cmd/guard-rules adds a minimum-traffic guard to each pair
-# (stack/guard says why), before burnfacts-rules reads the pairs.
-GUARD := $(GO) run ./stack/cmd/guard-rules -spec prometheus/slo/llm-gateway.yml
+# evidence; guard-rules adds a minimum-traffic guard to each pair, before
+# burnfacts-rules reads the pairs.
+GUARD := $(GO) run ./prometheus/rulegen/cmd/guard-rules -spec prometheus/slo/llm-gateway.yml
 
 .PHONY: rules
 rules: ## regenerate prometheus/rules/ from the Sloth spec
@@ -173,7 +174,7 @@ check-rules: ## fail when the committed rules differ from a regeneration; run th
 	promtool check rules prometheus/rules/slo-production.yml prometheus/rules/slo-lab.yml
 	promtool test rules prometheus/tests/slo-lab.test.yml prometheus/tests/slo-production.test.yml
 
-# The strategies backtest (stack/strategies, out of go.work: it links the
+# The strategies backtest (tools/strategies, out of go.work: it links the
 # pinned Prometheus's rule engine) runs the pinned Sloth CLI for each window
 # table; the binary is rebuilt only when prometheus/tools' pins change.
 # Sloth's Go library cannot be linked next to Prometheus v0.316's packages.
@@ -182,14 +183,14 @@ $(SLOTH_BIN): prometheus/tools/go.mod prometheus/tools/go.sum
 	@mkdir -p $(BIN)
 	GOWORK=off $(GO) -C prometheus/tools build -o $(abspath $@) github.com/slok/sloth/cmd/sloth
 
-STRATEGIES := cd stack/strategies && GOWORK=off $(GO) run ./cmd/strategies -root ../.. -sloth $(abspath $(SLOTH_BIN))
+STRATEGIES := cd tools/strategies && GOWORK=off $(GO) run ./cmd/strategies -root ../.. -sloth $(abspath $(SLOTH_BIN))
 .PHONY: strategies
 strategies: $(SLOTH_BIN) ## backtest the SRE workbook's six alerting strategies and two naive ones on every incident (~3 min); SAVE=1 writes docs/results/strategies.md and its pictures
 	$(STRATEGIES) $(STRATEGIES_FLAGS) $(if $(SAVE),-save $(abspath docs/results/strategies.md) -table $(abspath docs/strategies.md) -pictures $(abspath docs/results/strategies))
 
 .PHONY: check-strategies
 check-strategies: $(SLOTH_BIN) ## the strategies' tests (engine against arithmetic, each rule matters) and a short run: the regression on the lab's windows
-	cd stack/strategies && SLOTH=$(abspath $(SLOTH_BIN)) GOWORK=off $(GO) test -count=$(COUNT) ./...
+	cd tools/strategies && SLOTH=$(abspath $(SLOTH_BIN)) GOWORK=off $(GO) test -count=$(COUNT) ./...
 	$(STRATEGIES) -windows prometheus/slo/windows/lab -incidents regression >/dev/null
 
 .PHONY: dashboards
@@ -237,7 +238,7 @@ bench: ## parser and end-to-end stream benchmarks (figures, not assertions)
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./loadgen/internal/load
 
 # The side-by-side proxy benchmark (issue 16), each server its own process;
-# not in make test (a smoke run of it is, in stack/benchproxy). It checks
+# not in make test (a smoke run of it is, in tools/benchproxy). It checks
 # for nginx itself rather than through make tools, so a benchmark does not
 # install Prometheus and Chromium too. BENCH_PROXY_FLAGS: e.g. -streams 100,
 # -targets direct,reverseproxy,gateway-fixed, -o bench-proxy.json. SAVE=1
@@ -252,17 +253,17 @@ PREVIOUS ?= $(shell if ! git diff --quiet HEAD -- gateway 2>/dev/null; then git 
 .PHONY: bench-proxy
 bench-proxy: ## CPU/stream, streams/s, p50/p99, heap/stream, first event and gaps: direct, ReverseProxy, nginx, both gateways and the previous fixed one (~3 min; installs nginx)
 	@command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || $(call apt,nginx)
-	$(GO) run ./stack/cmd/bench-proxy $(if $(PREVIOUS),-previous '$(PREVIOUS)') $(BENCH_PROXY_FLAGS) $(if $(SAVE),-save docs/results/bench-proxy.md)
+	$(GO) run ./tools/benchproxy/cmd/bench-proxy $(if $(PREVIOUS),-previous '$(PREVIOUS)') $(BENCH_PROXY_FLAGS) $(if $(SAVE),-save docs/results/bench-proxy.md)
 
 # The complexity gate (issue 34): streams of 1,000 to 16,000 events through
 # each gateway build, and the power law its bytes and CPU per stream grow
 # by; it fails when the fixed build's bytes grow faster than n^1.2. make
-# test runs a shorter gate (stack/benchproxy's TestScalingGate). SAVE=1
+# test runs a shorter gate (tools/benchproxy's TestScalingGate). SAVE=1
 # writes docs/results/scaling.md and scaling.svg; JSON=file one object per
 # build.
 .PHONY: scaling
 scaling: ## the complexity gate: bytes and CPU per stream against its length, each build, fitted as n^k (~1 min)
-	$(GO) run ./stack/cmd/scaling $(if $(SAVE),-save docs/results/scaling.md -picture docs/results/scaling.svg) $(if $(JSON),-json $(JSON))
+	$(GO) run ./tools/benchproxy/cmd/scaling $(if $(SAVE),-save docs/results/scaling.md -picture docs/results/scaling.svg) $(if $(JSON),-json $(JSON))
 
 # -fuzzminimizetime: minimizing a large new input otherwise takes up to a
 # minute of the budget with no new executions.
@@ -353,7 +354,7 @@ up: $(STAGE) ## docker compose: build and start the stack in the background (the
 	@echo "Pages        make pages    Logs  make logs    The fix  make fixed"
 
 # An engine with no registry (this project's machines) pulls nothing: the
-# stand-ins are built here instead (stack/standins: the Go image from the
+# stand-ins are built here instead (tools/standins: the Go image from the
 # host's Go, the distroless runtime, Prometheus and Alertmanager from their
 # Go modules), tagged by the hash of their inputs and built again only when
 # those change. The build context is a staged copy of the repo with its
@@ -366,7 +367,7 @@ busybox: ## install Debian's busybox-static (the stand-ins' shell) unless BUSYBO
 
 .PHONY: standins
 standins: busybox ## build the stand-in images an engine with no registry lacks; stage the build context and compose override in .offline/
-	$(GO) run ./stack/cmd/standins -out $(OFFLINE) -busybox $(BUSYBOX)
+	$(GO) run ./tools/standins/cmd/standins -out $(OFFLINE) -busybox $(BUSYBOX)
 
 .PHONY: up-offline
 up-offline: compose-plugin standins ## docker compose on an engine with no registry: the stack on stand-ins, Grafana left out (make down stops it)

@@ -26,7 +26,7 @@ func (p Pair) String() string {
 }
 
 // PairsAnnotation is the annotation every Sloth alert of burnlab's rule
-// files carries (stack/burnfacts writes it): the alert's window pairs, so
+// files carries (prometheus/rulegen/burnfacts writes it): the alert's window pairs, so
 // the pager can read their burn from Prometheus without parsing PromQL.
 const PairsAnnotation = "burn_windows"
 

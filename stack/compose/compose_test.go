@@ -18,8 +18,8 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"go.yaml.in/yaml/v3"
 
+	"burnlab/prometheus/rulegen/nodata"
 	"burnlab/stack/lab"
-	"burnlab/stack/nodata"
 )
 
 const root = "../.."

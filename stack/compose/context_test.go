@@ -1,15 +1,16 @@
 package compose
 
 import (
+	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 
+	"burnlab/shared/proc"
 	"burnlab/shared/variant"
 	"burnlab/stack/lab"
 )
@@ -86,13 +87,11 @@ func TestBuildContextBuildsEveryImage(t *testing.T) {
 	}
 	for _, v := range variant.All() {
 		tags := v.Tags()
-		cmd := exec.Command("go", append([]string{"build", "-trimpath", "-tags", tags, "-o", t.TempDir() + "/"}, pkgs...)...)
-		cmd.Dir = ctx
 		// The image's toolchain settings; GOWORK empty finds the context's
 		// go.work, as in the image (this test itself runs with GOWORK=off).
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=", "GOFLAGS=")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("tags %q: %v\n%s", tags, err, out)
+		build := proc.Build{Dir: ctx, Out: t.TempDir() + "/", Pkgs: pkgs, Tags: tags, Env: []string{"CGO_ENABLED=0", "GOWORK=", "GOFLAGS="}}
+		if err := build.Run(context.Background()); err != nil {
+			t.Fatalf("tags %q: %v", tags, err)
 		}
 	}
 }

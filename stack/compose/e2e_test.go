@@ -22,9 +22,9 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"burnlab/shared/incident"
+	"burnlab/shared/results"
 	"burnlab/stack/lab"
-	"burnlab/stack/results"
-	"burnlab/stack/standins"
+	"burnlab/tools/standins"
 )
 
 // The compose e2e's bounds: those of the native lab's e2e (package lab),
@@ -766,7 +766,7 @@ func (tl *timeline) print(w *os.File) {
 	fmt.Fprintf(w, "timeline:\n%s\n", strings.Join(tl.lines, "\n"))
 }
 
-// save writes the timeline as a result file (stack/results), with the
+// save writes the timeline as a result file (shared/results), with the
 // engine's and Compose's versions and the images it ran.
 func (tl *timeline) save(path string, images []standins.Built) error {
 	engine, _ := exec.Command("docker", "version", "--format", "{{.Server.Version}}").Output()

@@ -23,10 +23,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"burnlab/prometheus/rulegen/nodata"
 	"burnlab/shared/incident"
 	"burnlab/shared/scenario"
 	"burnlab/stack/lab"
-	"burnlab/stack/nodata"
 )
 
 // The monitoring path's faults run on the compose e2e's stack, after its

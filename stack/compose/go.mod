@@ -15,6 +15,8 @@ require (
 )
 
 require (
+	burnlab/prometheus/rulegen v0.0.0
+	burnlab/tools/standins v0.0.0
 	github.com/agext/levenshtein v1.2.3 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -86,3 +88,7 @@ replace (
 	burnlab/shared => ../../shared
 	burnlab/stack => ..
 )
+
+replace burnlab/prometheus/rulegen => ../../prometheus/rulegen
+
+replace burnlab/tools/standins => ../../tools/standins

@@ -11,7 +11,7 @@ import (
 	"github.com/moby/patternmatcher/ignorefile"
 
 	"burnlab/stack/lab"
-	"burnlab/stack/standins"
+	"burnlab/tools/standins"
 )
 
 // The stand-ins' override (make up-offline), read by compose's own loader

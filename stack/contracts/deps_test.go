@@ -1,8 +1,8 @@
 // Package contracts holds the repo to the agreements between its parts:
-// the dependency direction (services → shared; stack → services; nothing →
-// stack), the SLO numbers that the Sloth spec and the code both state, and
-// the Markdown's relative links, which must lead to files and headings that
-// exist.
+// the dependency direction (services → shared; tools → services; stack →
+// services and tools; nothing → stack), the SLO numbers that the Sloth
+// spec and the code both state, and the Markdown's relative links, which
+// must lead to files and headings that exist.
 package contracts
 
 import (
@@ -15,29 +15,38 @@ import (
 	"testing"
 )
 
-// A module's kind follows from its path, so a module added tomorrow is
-// held to the rules without editing this file:
+// A module's kind follows from its path and whether it has code, so a
+// module added tomorrow is held to the rules without editing this file:
 //   - shared: burnlab/shared, which imports nothing of burnlab's;
-//   - harness: burnlab/stack and the modules under it, which may import
-//     anything but the tool pins;
-//   - tool: a pinned tool's module (burnlab/tools/…, burnlab/prometheus/tools),
-//     which imports nothing of burnlab's and stays out of go.work, where its
-//     dependencies would move the services' versions;
-//   - service: every other module, which may import only shared.
+//   - harness: burnlab/stack and the modules under it (the tests of the
+//     whole stack), which may import anything but a pin;
+//   - pin: a module with no Go code of its own, only a go.mod whose tool
+//     lines pin a tool (tools/lint, prometheus/tools, …); it stays out of
+//     go.work, where its dependencies would move the services' versions;
+//   - tool: the project's own tools, burnlab/tools/… with code (the
+//     benchmark, the backtest, the stand-ins), which may import shared, the
+//     services (whose code they measure) and each other;
+//   - service: every other module (the services, and the rule generators
+//     whose output Prometheus runs), which may import only shared.
+//
+// Nothing but the harness imports the harness, and nothing imports a pin.
 const (
 	shared  = "shared"
 	harness = "harness"
+	pin     = "pin"
 	tool    = "tool"
 	service = "service"
 )
 
-func kind(path string) string {
+func kind(path string, hasGo bool) string {
 	switch {
 	case path == "burnlab/shared":
 		return shared
 	case path == "burnlab/stack" || strings.HasPrefix(path, "burnlab/stack/"):
 		return harness
-	case strings.HasPrefix(path, "burnlab/tools/") || path == "burnlab/prometheus/tools":
+	case !hasGo:
+		return pin
+	case strings.HasPrefix(path, "burnlab/tools/"):
 		return tool
 	}
 	return service
@@ -48,8 +57,10 @@ func may(from, to string) bool {
 	switch from {
 	case service:
 		return to == shared
+	case tool:
+		return to == shared || to == service || to == tool
 	case harness:
-		return to != tool
+		return to == shared || to == service || to == tool || to == harness
 	}
 	return false
 }
@@ -158,15 +169,25 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	mods := repoModules(t, root)
-	if len(mods) < 7 {
-		t.Fatalf("found %d modules under %s; go.work alone uses 7", len(mods), root)
+	if len(mods) < 10 {
+		t.Fatalf("found %d modules under %s; go.work alone uses 10", len(mods), root)
 	}
+	kinds := map[string]string{}
 	for _, m := range mods {
-		if m.inWorkspace && kind(m.path) == tool {
+		kinds[m.path] = kind(m.path, m.hasGo)
+		if m.inWorkspace && kinds[m.path] == pin {
 			t.Fatalf("go.work uses %s, a tool's pin: its dependencies would move the services' versions", m.dir)
 		}
 	}
-	const rules = "services import only shared, the harness anything but a tool's pin, shared and the pins nothing of burnlab's"
+	// kindOf is a burnlab module's kind; one the repository does not hold
+	// has none, and is never allowed.
+	kindOf := func(path string) string {
+		if k, ok := kinds[path]; ok {
+			return k
+		}
+		return "not in the repository"
+	}
+	const rules = "services import only shared, tools shared, services and tools, the harness anything but a pin, shared and the pins nothing of burnlab's"
 	for _, m := range mods {
 		// The kind comes from the path, so the path must say where the
 		// module is.
@@ -175,8 +196,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			continue
 		}
 		for _, r := range m.requires {
-			if !may(kind(m.path), kind(r)) {
-				t.Errorf("%s (%s) requires %s (%s): %s", m.path, kind(m.path), r, kind(r), rules)
+			if !may(kindOf(m.path), kindOf(r)) {
+				t.Errorf("%s (%s) requires %s (%s): %s", m.path, kindOf(m.path), r, kindOf(r), rules)
 			}
 		}
 		if !m.hasGo {
@@ -201,8 +222,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 				own++
 				continue
 			}
-			if strings.HasPrefix(mod, "burnlab/") && !may(kind(m.path), kind(mod)) {
-				t.Errorf("%s (%s) imports %s (%s): %s", m.path, kind(m.path), pkg, kind(mod), rules)
+			if strings.HasPrefix(mod, "burnlab/") && !may(kindOf(m.path), kindOf(mod)) {
+				t.Errorf("%s (%s) imports %s (%s): %s", m.path, kindOf(m.path), pkg, kindOf(mod), rules)
 			}
 		}
 		if own == 0 {
@@ -213,22 +234,30 @@ func TestDependenciesPointOneWay(t *testing.T) {
 
 // TestModuleKinds holds the kinds to the modules they were written for.
 func TestModuleKinds(t *testing.T) {
-	for path, want := range map[string]string{
-		"burnlab/shared": shared, "burnlab/gateway": service, "burnlab/grafana/plugin": service,
-		"burnlab/stack": harness, "burnlab/stack/strategies": harness, "burnlab/stackish": service,
-		"burnlab/tools/lint": tool, "burnlab/prometheus/tools": tool, "burnlab/prometheus/rulegen": service,
+	for _, c := range []struct {
+		path  string
+		hasGo bool
+		want  string
+	}{
+		{"burnlab/shared", true, shared}, {"burnlab/gateway", true, service}, {"burnlab/grafana/plugin", true, service},
+		{"burnlab/stack", true, harness}, {"burnlab/stack/compose", true, harness}, {"burnlab/stackish", true, service},
+		{"burnlab/tools/lint", false, pin}, {"burnlab/prometheus/tools", false, pin},
+		{"burnlab/tools/strategies", true, tool}, {"burnlab/toolsy", true, service},
+		{"burnlab/prometheus/rulegen", true, service},
 	} {
-		if got := kind(path); got != want {
-			t.Errorf("kind(%s) = %s, want %s", path, got, want)
+		if got := kind(c.path, c.hasGo); got != c.want {
+			t.Errorf("kind(%s, %v) = %s, want %s", c.path, c.hasGo, got, c.want)
 		}
 	}
 	for _, c := range []struct {
 		from, to string
 		ok       bool
 	}{
-		{service, shared, true}, {service, service, false}, {service, harness, false},
-		{harness, service, true}, {harness, harness, true}, {harness, tool, false},
-		{shared, shared, false}, {tool, shared, false},
+		{service, shared, true}, {service, service, false}, {service, harness, false}, {service, tool, false},
+		{tool, shared, true}, {tool, service, true}, {tool, tool, true}, {tool, harness, false}, {tool, pin, false},
+		{harness, service, true}, {harness, harness, true}, {harness, tool, true}, {harness, pin, false},
+		{shared, shared, false}, {pin, shared, false}, {"not in the repository", shared, false},
+		{harness, "not in the repository", false},
 	} {
 		if got := may(c.from, c.to); got != c.ok {
 			t.Errorf("may(%s, %s) = %v, want %v", c.from, c.to, got, c.ok)

@@ -71,7 +71,7 @@ func TestMarkdownLinksResolve(t *testing.T) {
 }
 
 // markdownFiles lists the Markdown files git would commit: tracked ones and
-// new ones not ignored, as stack/standins stages them, so a doc is checked
+// new ones not ignored, as tools/standins stages them, so a doc is checked
 // before its first commit and nothing under .lab/ or .offline/ (vendored
 // modules' READMEs) is.
 func markdownFiles(t *testing.T, root string) []string {

@@ -10,13 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"burnlab/shared/proc"
 	"burnlab/stack/lab"
 )
 
@@ -173,13 +173,11 @@ func binaryFlags(root string) (map[string]map[string]string, error) {
 	line := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)(?: \[\$([A-Z0-9_]+)\])?$`)
 	for _, b := range lab.Binaries() {
 		bin := filepath.Join(dir, b.Service)
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, b.Package)
-		build.Dir = root
 		// The services build in the workspace (go.work), not in this
 		// module's GOWORK=off.
-		build.Env = append(withoutEnv("GOWORK"), "GOWORK=")
-		if o, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building %s: %w\n%s", b.Package, err, o)
+		build := proc.Build{Dir: root, Out: bin, Pkgs: []string{b.Package}, Env: []string{"GOWORK="}}
+		if err := build.Run(ctx); err != nil {
+			return nil, err
 		}
 		var help bytes.Buffer
 		h := exec.CommandContext(ctx, bin, "-h")
@@ -195,21 +193,6 @@ func binaryFlags(root string) (map[string]map[string]string, error) {
 		out[b.Service] = flags
 	}
 	return out, nil
-}
-
-func withoutEnv(names ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		drop := false
-		for _, n := range names {
-			drop = drop || k == n
-		}
-		if !drop {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // labPorts are the contract's ports of each burnlab process, from the

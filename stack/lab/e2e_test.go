@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"burnlab/shared/incident"
+	"burnlab/shared/results"
 	"burnlab/shared/scenario"
 	"burnlab/shared/slo"
 	"burnlab/shared/variant"
 	"burnlab/stack/pagerweb"
-	"burnlab/stack/results"
 
 	"github.com/chromedp/chromedp"
 )

@@ -23,9 +23,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"burnlab/shared/proc"
 	"burnlab/shared/service"
 	"burnlab/shared/variant"
 )
@@ -107,13 +107,7 @@ type Lab struct {
 	Probe
 	cfg   Config
 	mu    sync.Mutex
-	procs map[string]*proc
-}
-
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  string
+	procs map[string]*proc.Proc
 }
 
 func (c *Config) defaults() error {
@@ -155,7 +149,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	l := &Lab{Probe: Probe{cfg.Addrs}, cfg: cfg, procs: map[string]*proc{}}
+	l := &Lab{Probe: Probe{cfg.Addrs}, cfg: cfg, procs: map[string]*proc.Proc{}}
 	defer func() {
 		if err != nil {
 			l.Stop()
@@ -288,14 +282,9 @@ func (l *Lab) buildGateway(ctx context.Context, v variant.Variant) error {
 }
 
 func (l *Lab) build(ctx context.Context, out, pkg, tags string) error {
-	args := []string{"build", "-trimpath", "-o", l.bin(out)}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
-	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
-	cmd.Dir = l.cfg.Root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("lab: building %s: %w\n%s", pkg, err, b)
+	b := proc.Build{Dir: l.cfg.Root, Out: l.bin(out), Pkgs: []string{pkg}, Tags: tags}
+	if err := b.Run(ctx); err != nil {
+		return fmt.Errorf("lab: %w", err)
 	}
 	return nil
 }
@@ -379,50 +368,19 @@ func version(ctx context.Context, bin string) string {
 	return strings.TrimSpace(line)
 }
 
-// start runs one process in its own process group, logging to
-// logs/<name>.log, and waits until ready answers 200.
+// start runs one process (proc.Start), logging to logs/<name>.log, and
+// waits until ready answers 200.
 func (l *Lab) start(ctx context.Context, name string, args []string, ready string) error {
 	logPath := l.path("logs/" + name + ".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	p, err := proc.Start(ctx, proc.Spec{Name: name, Args: args, Log: logPath, Env: []string{"LOG_LEVEL=info"}, Ready: ready})
 	if err != nil {
-		return err
+		return fmt.Errorf("lab: %w", err)
 	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	// Its own process group, so stop reaches its children too; and a
-	// signal when the lab dies, so a killed lab leaves nothing behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	cmd.Env = append(os.Environ(), "LOG_LEVEL=info")
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return fmt.Errorf("lab: starting %s: %w", name, err)
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{}), log: logPath}
-	// Its exit status is in its log; the lab only needs to know it ended.
-	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
 	l.mu.Lock()
 	l.procs[name] = p
 	l.mu.Unlock()
-	l.say("%-12s pid %d, log %s", name, cmd.Process.Pid, logPath)
-	if ready == "" {
-		return nil
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		select {
-		case <-p.done:
-			return fmt.Errorf("lab: %s exited before it was ready:\n%s", name, l.Tail(name, 20))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if service.Probe(ctx, ready) == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("lab: %s not ready at %s after 60 s:\n%s", name, ready, l.Tail(name, 20))
-		}
-	}
+	l.say("%-12s pid %d, log %s", name, p.Pid(), logPath)
+	return nil
 }
 
 // stop ends one process (its whole group): SIGTERM, then SIGKILL after
@@ -432,17 +390,8 @@ func (l *Lab) stop(name string, grace time.Duration) {
 	p := l.procs[name]
 	delete(l.procs, name)
 	l.mu.Unlock()
-	if p == nil {
-		return
-	}
-	// ESRCH is the only error a kill of our own child's group can give:
-	// it has already exited, and done is closed or about to be.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+	if p != nil {
+		p.Stop(grace)
 	}
 }
 
@@ -575,14 +524,7 @@ func (l *Lab) URLs() [][2]string {
 }
 
 // Tail returns the last n lines of a process's log.
-func (l *Lab) Tail(name string, n int) string {
-	b, err := os.ReadFile(l.path("logs/" + name + ".log"))
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
+func (l *Lab) Tail(name string, n int) string { return proc.Tail(l.path("logs/"+name+".log"), n) }
 
 // Log is a process's whole log, "" when it has none.
 func (l *Lab) Log(name string) string {
@@ -597,9 +539,9 @@ func (l *Lab) Running() []string {
 	var names []string
 	for name, p := range l.procs {
 		select {
-		case <-p.done:
+		case <-p.Done():
 		default:
-			names = append(names, name+"("+strconv.Itoa(p.cmd.Process.Pid)+")")
+			names = append(names, name+"("+strconv.Itoa(p.Pid())+")")
 		}
 	}
 	return names

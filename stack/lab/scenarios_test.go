@@ -17,9 +17,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"burnlab/shared/proc"
+	"burnlab/shared/results"
 	"burnlab/shared/scenario"
 	"burnlab/shared/variant"
-	"burnlab/stack/results"
 )
 
 // The matrix's bounds, from the injection (fire) and from the clear
@@ -337,20 +338,19 @@ func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, c
 	return pagesOnce(l, sc)
 }
 
-// buildStrategies builds the strategies backtest (stack/strategies, its
+// buildStrategies builds the strategies backtest (tools/strategies, its
 // own module, out of go.work) into dir.
 func buildStrategies(ctx context.Context, root, dir string) (string, error) {
 	bin := filepath.Join(dir, "strategies")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/strategies")
-	build.Dir, build.Env = filepath.Join(root, "stack", "strategies"), append(os.Environ(), "GOWORK=off")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the strategies backtest: %w\n%s", err, out)
+	build := proc.Build{Dir: filepath.Join(root, "tools", "strategies"), Out: bin, Pkgs: []string{"./cmd/strategies"}, Env: []string{"GOWORK=off"}}
+	if err := build.Run(ctx); err != nil {
+		return "", err
 	}
 	return bin, nil
 }
 
 // agreesWithBacktest replays the run's own gateway samples through the
-// strategies backtest (stack/strategies: the pinned Prometheus's rule
+// strategies backtest (tools/strategies: the pinned Prometheus's rule
 // engine, Sloth's lab rules) and holds every SLO's page and ticket to
 // what this lab's Prometheus did: each fired within one scrape and one
 // evaluation of the replay's time, or neither fired. The backtest's

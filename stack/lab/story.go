@@ -495,7 +495,7 @@ func (l Probe) CheckPage(s Story) error {
 	return l.PagerShows(path, text...)
 }
 
-// budgetWords reads the budget annotation's figures (stack/burnfacts),
+// budgetWords reads the budget annotation's figures (prometheus/rulegen/burnfacts),
 // each printed to one decimal.
 var budgetWords = regexp.MustCompile(`^(-?[0-9]+\.[0-9])% of the \S+ budget spent(?: over the last [^,]+)?, (-?[0-9]+\.[0-9])% left`)
 

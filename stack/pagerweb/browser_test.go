@@ -12,11 +12,10 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 
 	"burnlab/shared/freeport"
 	"burnlab/shared/incident"
+	"burnlab/shared/proc"
 )
 
 // hostile is a label value that would run script and add an element if a
@@ -60,7 +60,10 @@ func TestPagerWebInABrowser(t *testing.T) {
 		{"gateway-fixed", "./gateway/cmd/gateway", "fixed"},
 		{"pager", "./pager/cmd/pager", ""},
 	} {
-		build(buildCtx, t, filepath.Join(bin, b.out), b.pkg, b.tags)
+		build := proc.Build{Dir: repoRoot(t), Out: filepath.Join(bin, b.out), Pkgs: []string{b.pkg}, Tags: b.tags}
+		if err := build.Run(buildCtx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
@@ -82,10 +85,9 @@ func TestPagerWebInABrowser(t *testing.T) {
 
 	pagerAddr := freeport.ForTest(t)
 	pagerURL := "http://" + pagerAddr
-	stopPager := run(ctx, t, "pager", filepath.Join(bin, "pager"), "-listen", pagerAddr, "-data", t.TempDir(),
+	stopPager := run(ctx, t, pagerURL+"/readyz", filepath.Join(bin, "pager"), "-listen", pagerAddr, "-data", t.TempDir(),
 		"-profile-url", profiles.URL+"/debug/pprof/allocs", "-external-url", pagerURL)
 	defer stopPager()
-	waitReady(ctx, t, pagerURL+"/readyz")
 
 	start := time.Now().UTC().Truncate(time.Second)
 	postAlert(ctx, t, pagerURL, "firing", start)
@@ -203,66 +205,24 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-func build(ctx context.Context, t *testing.T, out, pkg, tags string) {
+// run starts a process (proc.Start) and waits until ready answers 200;
+// it returns what stops it, SIGTERM then SIGKILL after 10 s, and puts the
+// process's log in the test's output if the test failed.
+func run(ctx context.Context, t *testing.T, ready string, args ...string) (stop func()) {
 	t.Helper()
-	args := []string{"build", "-o", out}
-	if tags != "" {
-		args = append(args, "-tags", tags)
-	}
-	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
-	cmd.Dir = repoRoot(t)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, b)
-	}
-}
-
-// run starts a process whose output goes to the test's log on failure, and
-// returns what stops it: SIGTERM, then SIGKILL after 10 s.
-func run(ctx context.Context, t *testing.T, name string, args ...string) (stop func()) {
-	t.Helper()
-	var out bytes.Buffer
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	name := filepath.Base(args[0])
+	p, err := proc.Start(ctx, proc.Spec{Name: name, Args: args, Log: filepath.Join(t.TempDir(), name+".log"), Ready: ready})
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	stopped := false
+	var once sync.Once
 	return func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("%s's output:\n%s", name, out.String())
-		}
-	}
-}
-
-func waitReady(ctx context.Context, t *testing.T, u string) {
-	t.Helper()
-	for {
-		resp, err := http.Get(u)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
+		once.Do(func() {
+			p.Stop(10 * time.Second)
+			if t.Failed() {
+				t.Logf("%s's log:\n%s", name, p.Tail(200))
 			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s never answered 200: %v", u, err)
-		case <-time.After(50 * time.Millisecond):
-		}
+		})
 	}
 }
 
@@ -286,10 +246,9 @@ type gateway struct {
 func startGateway(ctx context.Context, t *testing.T, binary, up string) *gateway {
 	t.Helper()
 	g := &gateway{public: freeport.ForTest(t), admin: freeport.ForTest(t)}
-	g.stop = run(ctx, t, filepath.Base(binary), binary, "-listen", g.public, "-admin", g.admin, "-upstream", up,
+	g.stop = run(ctx, t, "http://"+g.admin+"/readyz", binary, "-listen", g.public, "-admin", g.admin, "-upstream", up,
 		"-tenants", "k=lab:100000000", "-log-level", "warn", "-drain-grace", "0s")
 	t.Cleanup(g.stop)
-	waitReady(ctx, t, "http://"+g.admin+"/readyz")
 	return g
 }
 

@@ -2,22 +2,22 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"burnlab/shared/freeport"
+	"burnlab/shared/proc"
 )
 
 // pagerProc is the real pager binary, which the test kills with SIGKILL
@@ -28,15 +28,15 @@ type pagerProc struct {
 	addr string
 	data string
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	logs []string // stderr of each run
+	proc *proc.Proc
+	logs []string // the log of each run
 }
 
 func buildPager(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "pager")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	if err := (proc.Build{Dir: ".", Out: bin, Pkgs: []string{"."}}).Run(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -54,42 +54,25 @@ func startPager(t *testing.T, bin, addr, data string) *pagerProc {
 // test itself, so a goroutine other than the test's may call it.
 func (p *pagerProc) start() error {
 	p.mu.Lock()
-	logs, err := os.Create(filepath.Join(p.t.TempDir(), fmt.Sprintf("pager-%d.log", len(p.logs))))
+	defer p.mu.Unlock()
+	log := filepath.Join(p.t.TempDir(), fmt.Sprintf("pager-%d.log", len(p.logs)))
+	pp, err := proc.Start(context.Background(), proc.Spec{Name: "pager", Log: log, Ready: "http://" + p.addr + "/readyz", ReadyTimeout: 10 * time.Second,
+		Args: []string{p.bin, "-listen", p.addr, "-data", p.data, "-profile-url", "", "-prometheus-url", "", "-log-level", "warn"}})
 	if err != nil {
-		p.mu.Unlock()
 		return err
 	}
-	defer logs.Close() // the child has its own copy
-	cmd := exec.Command(p.bin, "-listen", p.addr, "-data", p.data, "-profile-url", "", "-prometheus-url", "", "-log-level", "warn")
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		p.mu.Unlock()
-		return err
-	}
-	p.cmd = cmd
-	p.logs = append(p.logs, logs.Name())
-	p.mu.Unlock()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if resp, err := http.Get("http://" + p.addr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("pager on %s not ready in 10s", p.addr)
+	p.proc, p.logs = pp, append(p.logs, log)
+	return nil
 }
 
 // kill is kill -9: no drain, no deferred Close, only what was fsynced.
 func (p *pagerProc) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return
+	if p.proc != nil {
+		p.proc.Kill()
+		p.proc = nil
 	}
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.cmd.Wait()
-	p.cmd = nil
 }
 
 func tear(t *testing.T, data string) {

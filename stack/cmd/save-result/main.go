@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"burnlab/shared/results"
 	"burnlab/shared/service"
-	"burnlab/stack/results"
 )
 
 func main() {

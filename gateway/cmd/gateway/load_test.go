@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"burnlab/gateway/internal/redact"
+	"burnlab/shared/openai/openaitest"
 	"burnlab/shared/syncbuf"
 )
 
@@ -101,38 +102,16 @@ func streamOnce(ctx context.Context, client *http.Client, url, id, model string)
 		b, _ := io.ReadAll(resp.Body)
 		return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
-	var text strings.Builder
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	done := false
-	for sc.Scan() {
-		payload, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		if payload == "[DONE]" {
-			done = true
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct{ Content string } `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(payload), &c); err != nil {
-			return "", fmt.Errorf("a line that is not JSON: %.100s", payload)
-		}
-		for _, ch := range c.Choices {
-			text.WriteString(ch.Delta.Content)
-		}
-	}
-	if err := sc.Err(); err != nil {
+	st, err := openaitest.Read(resp.Body)
+	switch {
+	case err != nil:
 		return "", err
+	case len(st.Malformed) > 0:
+		return "", fmt.Errorf("a line that is not JSON: %.100s", st.Malformed[0])
+	case !st.Done:
+		return "", fmt.Errorf("no [DONE] after %d bytes of text", len(st.Text))
 	}
-	if !done {
-		return "", fmt.Errorf("no [DONE] after %d bytes of text", text.Len())
-	}
-	return text.String(), nil
+	return st.Text, nil
 }
 
 func peakRSS() string {

@@ -19,6 +19,7 @@ import (
 
 	"burnlab/gateway/internal/tenant"
 	"burnlab/gateway/internal/transcript"
+	"burnlab/shared/openai/openaitest"
 	"burnlab/shared/syncbuf"
 )
 
@@ -164,33 +165,13 @@ func sseUpstream(lines ...string) http.HandlerFunc {
 	}
 }
 
-// contents extracts delta contents from a client's view of a stream.
+// contents extracts delta contents from a client's view of a stream; an
+// upstream's broken payload is forwarded as it came, and skipped here.
 func contents(t *testing.T, body string) (text string, done bool, errs []string) {
 	t.Helper()
-	for _, line := range strings.Split(body, "\n") {
-		payload, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
-		if payload == "[DONE]" {
-			done = true
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct{ Content string } `json:"delta"`
-			} `json:"choices"`
-			Error *struct{ Message string } `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(payload), &c); err != nil {
-			continue // an upstream's broken payload, forwarded as it came
-		}
-		if c.Error != nil {
-			errs = append(errs, c.Error.Message)
-		}
-		for _, ch := range c.Choices {
-			text += ch.Delta.Content
-		}
+	st, err := openaitest.Read(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return text, done, errs
+	return st.Text, st.Done, st.Errors
 }

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
+
+	"burnlab/shared/openai/openaitest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -27,17 +28,6 @@ func serve(t *testing.T, cfg Config) (*httptest.Server, *Provider) {
 	s := httptest.NewServer(p)
 	t.Cleanup(s.Close)
 	return s, p
-}
-
-type chunk struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Choices []struct {
-		Delta struct {
-			Content *string `json:"content"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
 }
 
 // read parses a stream the way an OpenAI client does: each data line is a
@@ -55,29 +45,17 @@ func read(t *testing.T, s *httptest.Server, body string) (text string, payloads 
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		p, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		if p == "[DONE]" {
-			done = true
-			continue
-		}
-		var c chunk
-		if err := json.Unmarshal([]byte(p), &c); err != nil {
-			continue // a malformed-line fault
-		}
+	// A reset mid-stream (the fail fault) ends the read with an error, and
+	// what came before it is what the client has.
+	st, _ := openaitest.Read(resp.Body)
+	// A malformed-line fault's lines are in st.Malformed; every other
+	// line must be an OpenAI chunk of one choice.
+	for i, c := range st.Chunks {
 		if c.Object != "chat.completion.chunk" || len(c.Choices) != 1 {
-			t.Fatalf("not an OpenAI chunk: %s", p)
-		}
-		payloads = append(payloads, p)
-		if c.Choices[0].Delta.Content != nil {
-			text += *c.Choices[0].Delta.Content
+			t.Fatalf("not an OpenAI chunk: %s", st.Payloads[i])
 		}
 	}
-	return text, payloads, done, 200
+	return st.Text, st.Payloads, st.Done, 200
 }
 
 func TestStreamsWhatMaxTokensAsksWithinTheWriteUpsPayloads(t *testing.T) {

@@ -11,11 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,22 +24,8 @@ import (
 // Nothing acknowledged is lost across kill -9: the real binary, killed
 // right after it answered 200, still has every notification on restart.
 func TestAcknowledgedNotificationsSurviveKill9(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "pager")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	data := t.TempDir()
-	addr := freeport.ForTest(t)
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "-listen", addr, "-data", data, "-profile-url", "", "-prometheus-url", "", "-log-level", "warn")
-		cmd.Stderr = io.Discard
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitReady(t, "http://"+addr+"/readyz")
-		return cmd
-	}
-	cmd := start()
+	data, addr := t.TempDir(), freeport.ForTest(t)
+	p := startPager(t, buildPager(t), addr, data)
 	const n = 20
 	for i := range n {
 		body := fmt.Sprintf(`{"version":"4","receiver":"pager-page","status":"firing","alerts":[{"status":"firing","fingerprint":"%016x",
@@ -53,11 +36,10 @@ func TestAcknowledgedNotificationsSurviveKill9(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
-
-	cmd = start()
-	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	p.kill()
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
 	resp, err := http.Get("http://" + addr + "/api/incidents")
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +94,29 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
+// Validate says every flag that is wrong, not only the first, and none
+// that is right.
+func TestValidateNamesEveryBadFlag(t *testing.T) {
+	fs := flag.NewFlagSet("pager", flag.ContinueOnError)
+	var o options
+	o.register(fs)
+	if _, err := o.Validate(); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+	if err := fs.Parse([]string{"-retention", "0s", "-delta-seconds", "0", "-trace-url", "gateway:6060", "-prometheus-url", "prometheus:9090"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := o.Validate()
+	for _, want := range []string{"-retention", "-delta-seconds 0", "-trace-url", "-prometheus-url"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v; want it to name %s", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "-alertmanager-urls") {
+		t.Errorf("Validate names a flag that is right: %v", err)
+	}
+}
+
 // The delta heap sampler runs while the pager does, on -profile-url with
 // -delta-seconds, and stops with it: run returns with none of its
 // goroutines left, a delta in flight cut short.
@@ -153,18 +158,4 @@ func TestTheDeltaSamplerStopsWithThePager(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("run did not return in 15 s of its context's end")
 	}
-}
-
-func waitReady(t *testing.T, url string) {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s never ready", url)
 }

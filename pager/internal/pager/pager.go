@@ -1,0 +1,99 @@
+// Package pager runs burnlab's on-call: the journal (store), the webhook
+// receiver and the incidents' lifecycle (webhook), the rolling delta heap
+// sampler (heapdelta) and the web UI (web), on one server that drains on
+// shutdown. The command fills its Config from flags; Run does the work.
+package pager
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"burnlab/pager/internal/heapdelta"
+	"burnlab/pager/internal/store"
+	"burnlab/pager/internal/web"
+	"burnlab/pager/internal/webhook"
+	"burnlab/shared/service"
+)
+
+// Config is a checked configuration: the command's Validate made it.
+type Config struct {
+	Listen string // the one listener: web UI, webhooks, API, metrics, pprof
+	Data   string // the journal's and the profiles' directory
+	Log    zerolog.Logger
+	Store  store.Options // Run sets OnCompact
+	// Webhook is the receiver's and the lifecycle's; Run sets its Store,
+	// Log and Deltas.
+	Webhook webhook.Config
+	// Deltas is the delta heap sampler's, which runs only when
+	// Webhook.ProfileURL is set; Run sets its Log.
+	Deltas heapdelta.Config
+}
+
+// Run opens the journal and serves until ctx ends, then drains, stops the
+// sampler and waits for the lifecycle's work in flight (10 s at most).
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Log
+	compacted := func(c store.Compaction) {
+		ev := log.Info()
+		if c.Err != nil {
+			ev = log.Error().Err(c.Err)
+		}
+		ev.Int("dropped", c.Dropped).Int("kept", c.Kept).Int("profile_files_removed", c.Files).
+			Int64("bytes_before", c.Before).Int64("bytes_after", c.After).Dur("took", c.Took).
+			Msg("journal compacted: resolved incidents past -retention or -max-resolved dropped")
+	}
+	opts := cfg.Store
+	opts.OnCompact = compacted
+	st, err := store.Open(cfg.Data, opts)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if n := st.Skipped(); n > 0 || st.Cut() > 0 {
+		log.Warn().Int("lines", n).Int64("torn_bytes_cut", st.Cut()).
+			Msg("journal lines unreadable: a torn last line is a write cut short by a crash, never acknowledged, and was cut off")
+	}
+	if c := st.Opened(); c.Ran {
+		compacted(c)
+	}
+	wh := cfg.Webhook
+	log.Info().Str("data", cfg.Data).Int("incidents", st.Len()).Str("profile_url", wh.ProfileURL).Str("trace_url", wh.TraceURL).
+		Dur("profile_window", wh.ProfileWindow).Int("profile_concurrency", wh.MaxFetches).
+		Bool("prometheus", wh.Prometheus != nil).Strs("alertmanagers", wh.Alertmanagers).
+		Int("delta_seconds", cfg.Deltas.Seconds).Dur("delta_every", cfg.Deltas.Every).Msg("starting")
+	reg := service.NewRegistry()
+	wh.Store, wh.Log = st, log
+	// The sampler runs while the server does, and is stopped and waited
+	// for before Run returns: a delta open on the gateway is cut short.
+	samplerCtx, stopSampler := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	defer func() { stopSampler(); sampling.Wait() }()
+	if wh.ProfileURL != "" {
+		deltas := cfg.Deltas
+		deltas.Log = log
+		sampler := heapdelta.New(deltas, reg)
+		wh.Deltas = sampler
+		sampling.Go(func() { sampler.Run(samplerCtx) })
+	}
+	h := webhook.New(wh, reg)
+	ui, err := web.New(web.Config{Store: st, Log: log, Prometheus: wh.Prometheus})
+	if err != nil {
+		return err
+	}
+	var ready service.Readiness
+	mux := service.AdminMux(reg, &ready)
+	mux.Handle("/webhook/", h)
+	mux.Handle("/api/", h)
+	// The snapshot is served as the API's files are; the web UI's page
+	// links to it beside the incident.
+	mux.Handle("GET /incidents/{id}/trace", h)
+	mux.Handle("/", ui)
+	err = service.Serve(ctx, log, service.Drain{Ready: &ready, Timeout: 10 * time.Second}, service.Server{Name: "pager", Addr: cfg.Listen, Handler: mux})
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.Close(closeCtx)
+	return err
+}

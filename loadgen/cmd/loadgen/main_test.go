@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -195,6 +196,22 @@ func TestBadInvocations(t *testing.T) {
 
 // Two shards of an Indexed Job, each told only /2 and its completion
 // index, send between them what one loadgen sends.
+// run's Validate says every flag that is wrong, not only the first.
+func TestRunValidateNamesEveryBadFlag(t *testing.T) {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	var o runOptions
+	o.register(fs)
+	if err := fs.Parse([]string{"-calibrate", "-start-delay", "-1s", "-shard", "3/2"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := o.Validate()
+	for _, want := range []string{"-tenants", "-start-delay", "-calibrate needs -shape", "-shard"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v; want it to name %s", err, want)
+		}
+	}
+}
+
 func TestShardsOfAJobSplitTheRun(t *testing.T) {
 	s := costly(t, 0)
 	dir := t.TempDir()

@@ -28,6 +28,7 @@ import (
 	"burnlab/gateway/internal/redact"
 	"burnlab/shared/openai/openaitest"
 	"burnlab/shared/syncbuf"
+	"burnlab/shared/variant"
 )
 
 // loadUpstream streams, for each request, a text derived from its
@@ -128,7 +129,7 @@ func peakRSS() string {
 // 60 s: no errors, every stream complete and exactly the upstream's text
 // after redaction, and no goroutine left behind.
 func TestLoad(t *testing.T) {
-	if variant != "fixed" {
+	if thisBuild().variant != variant.Fixed {
 		t.Skip("the load test runs the fixed build (-tags fixed)")
 	}
 	duration := 60 * time.Second
@@ -211,7 +212,7 @@ func TestLoad(t *testing.T) {
 // witness of each cut: a slow reader still drains what its kernel buffers
 // hold long after the gateway closed.
 func TestSlowClientsDoNotDelayOthers(t *testing.T) {
-	if variant != "fixed" {
+	if thisBuild().variant != variant.Fixed {
 		t.Skip("the abuse test runs the fixed build (-tags fixed)")
 	}
 	up := loadUpstream()

@@ -15,7 +15,9 @@ import (
 
 	"burnlab/gateway/internal/proxy"
 	"burnlab/gateway/internal/tenant"
+	"burnlab/gateway/internal/transcript"
 	"burnlab/shared/service"
+	"burnlab/shared/variant"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -29,6 +31,13 @@ var envs = map[string]string{
 	"log-level":       "LOG_LEVEL",
 	"drain-grace":     "GATEWAY_DRAIN_GRACE",
 	"flight-recorder": "GATEWAY_FLIGHT_RECORDER",
+}
+
+// A build is what the build tag chose (variant_baseline.go or
+// variant_fixed.go): the variant's name and the transcript it keeps.
+type build struct {
+	variant       variant.Variant
+	newTranscript func() transcript.Transcript // one per stream
 }
 
 func main() {
@@ -61,7 +70,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	// collector's heap goal: a small live heap (the baseline's is a few
 	// MiB) collects less often with it, so the bound is kept small.
 	flightBytes := fs.Uint64("flight-recorder-bytes", 4<<20, "but at most this many bytes of it (they are Go heap: see docs/performance.md)")
-	service.Usage(fs, envs, fmt.Sprintf("gateway (%s build, version %s)\n\nFlags:\n", variant, version))
+	b := thisBuild()
+	service.Usage(fs, envs, fmt.Sprintf("gateway (%s build, version %s)\n\nFlags:\n", b.variant, version))
 	if err := service.Parse(fs, args, envs); err != nil {
 		return err
 	}
@@ -84,10 +94,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	h, err := proxy.New(proxy.Config{
 		Upstream:           up,
 		Tenants:            reg,
-		Metrics:            proxy.NewMetrics(metricsReg, variant, version, reg.Names()),
+		Metrics:            proxy.NewMetrics(metricsReg, string(b.variant), version, reg.Names()),
 		Log:                log,
-		Variant:            variant,
-		NewTranscript:      newTranscripts(),
+		Variant:            string(b.variant),
+		NewTranscript:      b.newTranscript,
 		UpstreamTimeout:    *upTimeout,
 		IdleTimeout:        *idle,
 		ClientWriteTimeout: *clientWrite,
@@ -106,7 +116,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		defer fr.Stop()
 		adminMux.Handle(service.FlightRecorderPath, fr)
 	}
-	log.Info().Str("variant", variant).Str("version", version).Str("upstream", up.String()).Int("tenants", len(reg.Names())).Msg("starting")
+	log.Info().Str("variant", string(b.variant)).Str("version", version).Str("upstream", up.String()).Int("tenants", len(reg.Names())).Msg("starting")
 	return service.Serve(ctx, log, service.Drain{Ready: &ready, Grace: *grace, Timeout: *drain},
 		service.Server{Name: "public", Addr: *listen, Handler: h, Streaming: true, ReadTimeout: *readTimeout, SendBuffer: *sendBuffer},
 		service.Server{Name: "admin", Addr: *admin, Handler: adminMux},

@@ -19,6 +19,7 @@ import (
 	"burnlab/shared/pproftop"
 	"burnlab/shared/service"
 	"burnlab/shared/syncbuf"
+	"burnlab/shared/variant"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -122,8 +123,8 @@ func TestHeapProfileNamesTheBaselineParser(t *testing.T) {
 		t.Fatal(err)
 	}
 	const guilty = "transcript.(*Baseline).Append"
-	switch variant {
-	case "baseline":
+	switch thisBuild().variant {
+	case variant.Baseline:
 		if !strings.HasSuffix(top[0].Function, guilty) || top[0].FlatPct < 50 {
 			t.Fatalf("top alloc_space function is %s (%.1f%% of %d bytes), want %s", top[0].Function, top[0].FlatPct, total, guilty)
 		}
@@ -131,14 +132,14 @@ func TestHeapProfileNamesTheBaselineParser(t *testing.T) {
 	default:
 		for _, e := range top {
 			if strings.HasSuffix(e.Function, guilty) {
-				t.Fatalf("the %s build runs the baseline parser", variant)
+				t.Fatalf("the %s build runs the baseline parser", thisBuild().variant)
 			}
 		}
 	}
 	m, _ := http.Get("http://" + g.admin + "/metrics")
 	body, _ := io.ReadAll(m.Body)
 	m.Body.Close()
-	if want := fmt.Sprintf(`gateway_build_info{variant=%q,version="dev"} 1`, variant); !strings.Contains(string(body), want) {
+	if want := fmt.Sprintf(`gateway_build_info{variant=%q,version="dev"} 1`, thisBuild().variant); !strings.Contains(string(body), want) {
 		t.Errorf("/metrics lacks %s", want)
 	}
 }

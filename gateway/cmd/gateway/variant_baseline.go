@@ -2,13 +2,13 @@
 
 package main
 
-import "burnlab/gateway/internal/transcript"
+import (
+	"burnlab/gateway/internal/transcript"
+	"burnlab/shared/variant"
+)
 
-// variant is chosen when the binary is built (`-tags fixed` for the fix),
-// never at run time: an image tag names exactly one behaviour.
-const variant = "baseline"
-
-// newTranscripts returns the gateway's maker of a transcript per stream.
-func newTranscripts() func() transcript.Transcript {
-	return func() transcript.Transcript { return &transcript.Baseline{} }
+// thisBuild is chosen when the binary is built (`-tags fixed` for the
+// fix), never at run time: an image tag names exactly one behaviour.
+func thisBuild() build {
+	return build{variant.Baseline, func() transcript.Transcript { return &transcript.Baseline{} }}
 }

@@ -2,13 +2,14 @@
 
 package main
 
-import "burnlab/gateway/internal/transcript"
+import (
+	"burnlab/gateway/internal/transcript"
+	"burnlab/shared/variant"
+)
 
-const variant = "fixed"
-
-// newTranscripts returns the gateway's maker of a transcript per stream,
-// whose blocks come from one pool for the process.
-func newTranscripts() func() transcript.Transcript {
+// thisBuild is the fix's: a transcript per stream whose blocks come from
+// one pool for the process.
+func thisBuild() build {
 	var pool transcript.Pool
-	return func() transcript.Transcript { return transcript.NewFixed(&pool) }
+	return build{variant.Fixed, func() transcript.Transcript { return transcript.NewFixed(&pool) }}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/rules"
-	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/teststorage"
 	"go.yaml.in/yaml/v3"
 
@@ -69,6 +68,15 @@ type evalGroup struct {
 // maxSamples is Prometheus's own default for --query.max-samples.
 const maxSamples = 50_000_000
 
+// A Case is where one cell of the table runs: the window table, the SLO,
+// the incident and the traffic it comes at.
+type Case struct {
+	Windows  Windows
+	SLO      SLO
+	Incident Incident
+	Traffic  Traffic
+}
+
 // Backtest evaluates every strategy's rules, with Prometheus's rule
 // manager and PromQL engine, over the synthetic gateway's history of the
 // incident at the traffic. That is the machinery `promtool test rules`
@@ -76,7 +84,8 @@ const maxSamples = 50_000_000
 // samples up to a time are appended to an in-memory TSDB, then each
 // group is evaluated at that time, in the order its file states, and each
 // alert's state is read. Nothing sleeps: a week takes seconds.
-func Backtest(ctx context.Context, w Windows, o SLO, strats []Strategy, in Incident, tr Traffic, seed uint64) (History, error) {
+func Backtest(ctx context.Context, c Case, strats []Strategy, seed uint64) (History, error) {
+	w, in := c.Windows, c.Incident
 	start := w.Longest() + w.Eval // every window full of clean history
 	var hold time.Duration
 	for _, s := range strats {
@@ -85,14 +94,14 @@ func Backtest(ctx context.Context, w Windows, o SLO, strats []Strategy, in Incid
 		}
 	}
 	end := start + in.Duration + w.Longest() + hold + 2*w.Eval
-	trace := synthesize(in, tr, start, end, w.Scrape, seed)
+	trace := synthesize(in, c.Traffic, start, end, w.Scrape, seed)
 
 	ev, err := newEvaluator(ctx, w, strats)
 	if err != nil {
 		return History{}, err
 	}
 	defer ev.close()
-	st, engine, order := ev.st, ev.engine, ev.order
+	st, order := ev.st, ev.order
 	planned := end
 	h := History{Start: start, End: end, Planned: planned, Spans: map[string][]Span{}, scrape: w.Scrape}
 	for _, c := range trace.at {
@@ -150,7 +159,7 @@ func Backtest(ctx context.Context, w Windows, o SLO, strats []Strategy, in Incid
 	for k := range h.Spans {
 		slices.SortFunc(h.Spans[k], func(a, b Span) int { return int(a.From - b.From) })
 	}
-	burn, err := burnOver(ctx, engine, st, w, o, in, from, start, end)
+	burn, err := ev.burnOver(ctx, c, from, start, end)
 	if err != nil {
 		return History{}, err
 	}
@@ -270,13 +279,14 @@ func anyActive(gs []evalGroup) bool {
 
 // burnOver reads the SLI's burn over the page pairs' windows at every
 // evaluation, with one range query per window, next to the fault's own.
-func burnOver(ctx context.Context, engine *promql.Engine, st storage.Queryable, w Windows, o SLO, in Incident, from, start, end time.Duration) ([]BurnPoint, error) {
+func (ev *evaluator) burnOver(ctx context.Context, c Case, from, start, end time.Duration) ([]BurnPoint, error) {
+	w, o, in := c.Windows, c.SLO, c.Incident
 	var pts []BurnPoint
 	for ts := from; ts <= end; ts += w.Eval {
 		pts = append(pts, BurnPoint{At: ts, Windows: map[string]float64{}, Truth: in.Share(ts-start) / o.Budget})
 	}
 	for _, win := range plotted(w) {
-		q, err := engine.NewRangeQuery(ctx, st, nil, fmt.Sprintf("(%s) / %s", o.Ratio(dur(win)), num(o.Budget)),
+		q, err := ev.engine.NewRangeQuery(ctx, ev.st, nil, fmt.Sprintf("(%s) / %s", o.Ratio(dur(win)), num(o.Budget)),
 			time.Unix(0, 0).Add(from), time.Unix(0, 0).Add(end), w.Eval)
 		if err != nil {
 			return nil, fmt.Errorf("burn over %s: %w", dur(win), err)

@@ -71,7 +71,8 @@ func outcome(spans []Span, start, faultEnd time.Duration, bad func(a, b time.Dur
 // resets W·(1 − k/b) after the fault ends. A guarded condition fires only
 // when rate streams a second fill its guard's window with the least it
 // asks for.
-func Expect(s Strategy, in Incident, budget, rate float64, period, start, end, dt time.Duration) Outcome {
+func Expect(s Strategy, c Case, start, end, dt time.Duration) Outcome {
+	in, budget, rate, period := c.Incident, c.SLO.Budget, c.Traffic.Rate, c.Windows.Period
 	n := int(end/dt) + 1
 	cum := make([]float64, n+1) // cum[i]: ∫ share over [0, i s)
 	for i := range n {

@@ -25,15 +25,25 @@ type Agreement struct {
 // gatewayNames are the series the rules read; the replay takes them all.
 const gatewayNames = `gateway_stream_duration_seconds_bucket|gateway_stream_duration_seconds_count|gateway_stream_ttft_seconds_bucket|gateway_stream_ttft_seconds_count|gateway_upstream_errors_total`
 
+// A ReplayQuery is what Replay reads: the SLO, its window table, and the
+// time Over before At.
+type ReplayQuery struct {
+	Windows Windows
+	SLO     SLO
+	At      time.Time
+	Over    time.Duration
+}
+
 // Replay reads the raw samples of the gateway's series that a live
-// Prometheus scraped over the last `over` before at, evaluates the shipped
-// strategy over them at w's evaluation interval, and compares each
+// Prometheus scraped over the query's time, evaluates the shipped
+// strategy over them at the table's evaluation interval, and compares each
 // severity's first firing with the live ALERTS series. They agree when
 // both fired within one scrape plus one evaluation of each other (the
 // live rule group and scrapes run at phases of their own), or neither
 // fired. shipped must hold its own recordings: the replay evaluates its
 // groups alone.
-func Replay(ctx context.Context, api promv1.API, w Windows, o SLO, shipped Strategy, at time.Time, over time.Duration) ([]Agreement, error) {
+func Replay(ctx context.Context, api promv1.API, shipped Strategy, q ReplayQuery) ([]Agreement, error) {
+	w, o, at, over := q.Windows, q.SLO, q.At, q.Over
 	rng := model.Duration(over).String()
 	raw, err := matrix(ctx, api, fmt.Sprintf(`{__name__=~"%s"}[%s]`, gatewayNames, rng), at)
 	if err != nil {

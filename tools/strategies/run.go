@@ -53,11 +53,8 @@ func Run(ctx context.Context, cfg Config) (Table, error) {
 		budgets[o.Name] = o.Budget
 	}
 	type job struct {
-		w     Windows
-		o     SLO
+		Case
 		ss    []Strategy
-		in    Incident
-		tr    Traffic
 		key   [3]string
 		hist  History
 		err   error
@@ -103,9 +100,9 @@ func Run(ctx context.Context, cfg Config) (Table, error) {
 		for _, tr := range cfg.Traffic {
 			for _, in := range ins {
 				o, _ := cfg.Spec.SLO(in.SLO)
-				j := &job{w: w, o: o, ss: bySLO[in.SLO], in: in, tr: tr, key: [3]string{w.Name, in.Name, tr.Name}}
+				j := &job{Case: Case{Windows: w, SLO: o, Incident: in, Traffic: tr}, ss: bySLO[in.SLO], key: [3]string{w.Name, in.Name, tr.Name}}
 				for _, k := range jobs {
-					if k.alias == nil && k.w.Name == w.Name && k.tr == tr && sameFault(k.in, in) {
+					if k.alias == nil && k.Windows.Name == w.Name && k.Traffic == tr && sameFault(k.Incident, in) {
 						j.alias = k
 					}
 				}
@@ -118,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (Table, error) {
 	for range max(1, cfg.Workers) {
 		wg.Go(func() {
 			for j := range work {
-				j.hist, j.err = Backtest(ctx, j.w, j.o, j.ss, j.in, j.tr, cfg.Seed)
+				j.hist, j.err = Backtest(ctx, j.Case, j.ss, cfg.Seed)
 			}
 		})
 	}
@@ -134,19 +131,21 @@ func Run(ctx context.Context, cfg Config) (Table, error) {
 			j.hist, j.err = j.alias.hist, j.alias.err
 		}
 		if j.err != nil {
-			return t, fmt.Errorf("%s, %s, %s: %w", j.w.Name, j.in.Name, j.tr.Name, j.err)
+			return t, fmt.Errorf("%s, %s, %s: %w", j.Windows.Name, j.Incident.Name, j.Traffic.Name, j.err)
 		}
 		t.Histories[j.key] = j.hist
 	}
 	for _, j := range jobs {
-		healthy := t.Histories[[3]string{j.w.Name, HealthyName, j.tr.Name}]
+		healthy := t.Histories[[3]string{j.Windows.Name, HealthyName, j.Traffic.Name}]
 		for _, s := range j.ss {
-			c := Cell{Windows: j.w.Name, Strategy: s.Key, Incident: j.in.Name, Traffic: j.tr.Name}
+			c := Cell{Windows: j.Windows.Name, Strategy: s.Key, Incident: j.Incident.Name, Traffic: j.Traffic.Name}
 			c.FalsePagesPerWeek = float64(pages(healthy.Spans[s.Key]))
-			spent := func(a, b time.Duration) float64 { return j.hist.Spent(a, b, j.tr.Rate, j.o.Budget, j.w.Period) }
-			c.Measured = outcome(j.hist.Spans[s.Key], j.hist.Start, j.hist.Start+j.in.Duration, spent)
-			c.Expected = Expect(s, j.in, j.o.Budget, j.tr.Rate, j.w.Period, j.hist.Start, j.hist.Planned, j.w.Scrape/5)
-			if j.in.Healthy {
+			spent := func(a, b time.Duration) float64 {
+				return j.hist.Spent(a, b, j.Traffic.Rate, j.SLO.Budget, j.Windows.Period)
+			}
+			c.Measured = outcome(j.hist.Spans[s.Key], j.hist.Start, j.hist.Start+j.Incident.Duration, spent)
+			c.Expected = Expect(s, j.Case, j.hist.Start, j.hist.Planned, j.Windows.Scrape/5)
+			if j.Incident.Healthy {
 				c.Measured, c.Expected = Outcome{Detected: detectedIn(healthy.Spans[s.Key])}, Outcome{Detected: "nothing"}
 			}
 			t.Cells = append(t.Cells, c)

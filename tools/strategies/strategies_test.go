@@ -130,7 +130,7 @@ func TestExpectIsTheWorkbooksArithmetic(t *testing.T) {
 		// Approach 1: 10m·1/10.
 		{"1-target", time.Minute, 9 * time.Minute, scenario.Page, 10 * 1.0 / 60 / 720 * 100},
 	} {
-		got := Expect(byKey[tc.strategy], in, o.Budget, 25, w.Period, start, end, time.Second)
+		got := Expect(byKey[tc.strategy], Case{Windows: w, SLO: o, Incident: in, Traffic: Traffic{Rate: 25}}, start, end, time.Second)
 		if got.Detected != tc.detected || got.Detection == nil || absDur(*got.Detection-tc.fire) > 2*time.Second {
 			t.Errorf("%s: expected %s at %s, the arithmetic says %s at %s", tc.strategy, got.Detected, ptr(got.Detection), tc.detected, tc.fire)
 			continue
@@ -142,7 +142,7 @@ func TestExpectIsTheWorkbooksArithmetic(t *testing.T) {
 			t.Errorf("%s: expected %.4g %% of the budget spent, the arithmetic says %.4g %%", tc.strategy, s, tc.budgetSpentPct)
 		}
 	}
-	if got := Expect(byKey["4-burn"], in, o.Budget, 25, w.Period, start, end, time.Second); got.Detected != "nothing" {
+	if got := Expect(byKey["4-burn"], Case{Windows: w, SLO: o, Incident: in, Traffic: Traffic{Rate: 25}}, start, end, time.Second); got.Detected != "nothing" {
 		t.Errorf("4-burn: 36x never fires at 10x, expected says %s", got.Detected)
 	}
 }
@@ -160,7 +160,7 @@ func TestTheWriteupTicketsBeforeItPages(t *testing.T) {
 		t.Fatalf("the write-up's incident: %s over %d steps, ending at a share of %g: want 72h, %d steps, %g", in.Duration, len(in.Phases), in.Share(71*time.Hour), writeupSteps, 10*o.Budget)
 	}
 	start := w.Longest()
-	got := Expect(byKey[Shipped], in, o.Budget, 25, w.Period, start, start+in.Duration+w.Longest(), time.Minute)
+	got := Expect(byKey[Shipped], Case{Windows: w, SLO: o, Incident: in, Traffic: Traffic{Rate: 25}}, start, start+in.Duration+w.Longest(), time.Minute)
 	hours := func(h float64) time.Duration { return time.Duration(h * float64(time.Hour)) }
 	for _, c := range []struct {
 		what string
@@ -276,11 +276,11 @@ func TestEveryRuleMatters(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr := Traffic{Name: "lab", Rate: 25}
-		whole, err := Backtest(ctx, w, o, ss, in, tr, 1)
+		whole, err := Backtest(ctx, Case{Windows: w, SLO: o, Incident: in, Traffic: tr}, ss, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		broken, err := Backtest(ctx, w, o, breakRules(ss), in, tr, 1)
+		broken, err := Backtest(ctx, Case{Windows: w, SLO: o, Incident: in, Traffic: tr}, breakRules(ss), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,7 +338,7 @@ func TestTheGuardKeepsOneSlowStreamFromPaging(t *testing.T) {
 	}
 	tr := Traffic{Name: "1/s exact", Rate: 1}
 	one := Incident{Name: "one slow stream", SLO: scenario.StreamLatency, Phases: []scenario.Step{{Share: 1}}, Duration: time.Second}
-	h, err := Backtest(ctx, w, o, ss, one, tr, 1)
+	h, err := Backtest(ctx, Case{Windows: w, SLO: o, Incident: one, Traffic: tr}, ss, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestTheGuardKeepsOneSlowStreamFromPaging(t *testing.T) {
 		}
 	}
 	burn := Incident{Name: "10x", SLO: scenario.StreamLatency, Phases: []scenario.Step{{Share: 10 * o.Budget}}, Duration: 10 * time.Minute}
-	h, err = Backtest(ctx, w, o, ss, burn, tr, 1)
+	h, err = Backtest(ctx, Case{Windows: w, SLO: o, Incident: burn, Traffic: tr}, ss, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

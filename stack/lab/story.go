@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"burnlab/shared/amwebhook"
 	"burnlab/shared/incident"
 )
 
@@ -355,32 +356,19 @@ func (l Probe) Notification(ctx context.Context, root, slo string, s Story) (str
 	return pageText + "\n" + findingText, nil
 }
 
-// notified is an alert of the webhook's payload, which amtool renders;
-// Alertmanager's v2 API holds the same fields but for its status, an
-// object there.
-type notified struct {
-	Status       string            `json:"status"`
-	Labels       map[string]string `json:"labels"`
-	Annotations  map[string]string `json:"annotations"`
-	StartsAt     time.Time         `json:"startsAt"`
-	EndsAt       time.Time         `json:"endsAt"`
-	GeneratorURL string            `json:"generatorURL"`
-	Fingerprint  string            `json:"fingerprint"`
-}
-
 // amAlert is the first alert of slo's with severity page and the matcher
 // that Alertmanager holds, waited for up to within.
-func (l Probe) amAlert(ctx context.Context, matcher, slo string, within time.Duration) (notified, error) {
+func (l Probe) amAlert(ctx context.Context, matcher, slo string, within time.Duration) (amwebhook.Alert, error) {
 	u := "http://" + l.Addrs.Alertmanager + "/api/v2/alerts?filter=" + url.QueryEscape(`severity="page"`) +
 		"&filter=" + url.QueryEscape(matcher) + "&filter=" + url.QueryEscape(fmt.Sprintf("sloth_slo=%q", slo))
 	for deadline := time.Now().Add(within); ; {
 		var alerts []struct {
-			notified
+			amwebhook.Alert
 			Status json.RawMessage `json:"status"`
 		}
 		err := getJSON(u, &alerts)
 		if err == nil && len(alerts) > 0 {
-			a := alerts[0].notified
+			a := alerts[0].Alert
 			a.Status = "firing"
 			return a, nil
 		}
@@ -388,11 +376,11 @@ func (l Probe) amAlert(ctx context.Context, matcher, slo string, within time.Dur
 			err = fmt.Errorf("no %s page with %s in Alertmanager", slo, matcher)
 		}
 		if time.Now().After(deadline) {
-			return notified{}, err
+			return amwebhook.Alert{}, err
 		}
 		select {
 		case <-ctx.Done():
-			return notified{}, ctx.Err()
+			return amwebhook.Alert{}, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
@@ -400,10 +388,10 @@ func (l Probe) amAlert(ctx context.Context, matcher, slo string, within time.Dur
 
 // render is the message burnlab's template makes of a's group, alone in
 // it, as amtool renders it.
-func render(ctx context.Context, root string, a notified) (string, error) {
+func render(ctx context.Context, root string, a amwebhook.Alert) (string, error) {
 	data := map[string]any{
 		"receiver": "pager-page", "status": "firing",
-		"alerts":       []notified{a},
+		"alerts":       []amwebhook.Alert{a},
 		"groupLabels":  map[string]string{"alertname": a.Labels["alertname"]},
 		"commonLabels": a.Labels, "commonAnnotations": a.Annotations,
 	}

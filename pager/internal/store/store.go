@@ -26,19 +26,13 @@ import (
 	"syscall"
 	"time"
 
+	"burnlab/shared/amwebhook"
 	"burnlab/shared/incident"
 )
 
-// Alert is one alert of an Alertmanager webhook payload (version 4).
-type Alert struct {
-	Status       string            `json:"status"`
-	Labels       map[string]string `json:"labels"`
-	Annotations  map[string]string `json:"annotations"`
-	StartsAt     time.Time         `json:"startsAt"`
-	EndsAt       time.Time         `json:"endsAt"`
-	GeneratorURL string            `json:"generatorURL"`
-	Fingerprint  string            `json:"fingerprint"`
-}
+// Alert is one alert of an Alertmanager webhook body, as the journal keeps
+// it: the wire type itself.
+type Alert = amwebhook.Alert
 
 // Record is one line of the journal: a notification of one alert, the
 // profile captured for an incident when it paged, the one captured after

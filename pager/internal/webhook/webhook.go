@@ -36,21 +36,13 @@ import (
 	"burnlab/pager/internal/heapdelta"
 	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
+	"burnlab/shared/amwebhook"
 	"burnlab/shared/bearer"
 	"burnlab/shared/openai"
 )
 
 // payload is Alertmanager's webhook body.
-type payload struct {
-	Version  string        `json:"version"`
-	GroupKey string        `json:"groupKey"`
-	Status   string        `json:"status"`
-	Receiver string        `json:"receiver"`
-	Alerts   []store.Alert `json:"alerts"`
-	// TruncatedAlerts is how many alerts of the group Alertmanager left
-	// out, past its webhook's max_alerts: they never reach the pager.
-	TruncatedAlerts uint64 `json:"truncatedAlerts"`
-}
+type payload amwebhook.Message
 
 // DefaultMaxBody is the largest payload the pager takes, 32 MiB.
 // Alertmanager sends a group whole, and does not retry a 4xx, so a group

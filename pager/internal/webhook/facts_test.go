@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 
 	"burnlab/pager/internal/heapdelta"
 	"burnlab/pager/internal/promfacts"
@@ -26,7 +24,6 @@ import (
 	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
 	"burnlab/shared/slo"
-	"burnlab/shared/syncbuf"
 )
 
 // The functions of the delta profiles, named as the gateway's are.
@@ -74,26 +71,16 @@ func (d deltas) Samples() []heapdelta.Sample { return d }
 // to the Alertmanagers ams.
 func newFactsPager(t *testing.T, promURL string, d Deltas, timeout time.Duration, ams ...string) *pager {
 	t.Helper()
-	dir := t.TempDir()
-	st, err := store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var prom *promfacts.Client
 	if promURL != "" {
+		var err error
 		if prom, err = promfacts.New(promURL, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	logs := &syncbuf.Buffer{}
-	h := New(Config{Store: st, Log: zerolog.New(logs), Prometheus: prom, Deltas: d, FactsTimeout: timeout, Alertmanagers: ams, ExternalURL: "http://pager.test"}, prometheus.NewRegistry())
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		h.Close(context.Background())
-		st.Close()
+	return newPagerIn(t, t.TempDir(), "", "", func(c *Config) {
+		c.Prometheus, c.Deltas, c.FactsTimeout, c.Alertmanagers, c.ExternalURL = prom, d, timeout, ams, "http://pager.test"
 	})
-	return &pager{srv: srv, h: h, st: st, logs: logs, dir: dir}
 }
 
 const exemplarSeries = `gateway_stream_duration_seconds_bucket{route="/v1/chat/stream"}`

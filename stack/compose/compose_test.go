@@ -712,11 +712,11 @@ func TestPageLinksLeadToThePagersPublishedPort(t *testing.T) {
 	if v := p.Services[lab.Pager].Environment["PAGER_EXTERNAL_URL"]; v != nil {
 		external = *v
 	} else {
-		src, err := os.ReadFile(filepath.Join(root, "pager/cmd/pager/main.go"))
+		src, err := os.ReadFile(filepath.Join(root, "pager/cmd/pager/options.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := regexp.MustCompile(`fs\.String\("external-url", "([^"]+)"`).FindSubmatch(src)
+		m := regexp.MustCompile(`fs\.StringVar\(&o\.externalURL, "external-url", "([^"]+)"`).FindSubmatch(src)
 		if m == nil {
 			t.Fatal("the pager has no -external-url flag with a default")
 		}

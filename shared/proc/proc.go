@@ -141,17 +141,17 @@ func (p *Proc) Alive() error {
 }
 
 // Stop ends the process's whole group: SIGTERM, then SIGKILL after grace.
-// It returns once the process has exited.
+// It returns once the process has exited; a child of it that outlived it
+// (one that ignores SIGTERM) is killed then.
 func (p *Proc) Stop(grace time.Duration) {
 	// ESRCH, the only error a kill of our own child's group can give,
-	// means it has already exited.
+	// means no process of it is left.
 	_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
-		<-p.done
 	}
+	p.Kill()
 }
 
 // Kill is kill -9 of the whole group, for a test of what survives a crash:

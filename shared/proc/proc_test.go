@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -20,9 +21,9 @@ import (
 // says what it plays.
 func TestMain(m *testing.M) {
 	switch os.Getenv("PROC_TEST_ROLE") {
-	case "serve": // starts a child of its own, then answers 200 at PROC_TEST_ADDR
+	case "serve": // starts a child of its own (PROC_TEST_CHILD), then answers 200 at PROC_TEST_ADDR
 		child := exec.Command(os.Args[0])
-		child.Env = append(os.Environ(), "PROC_TEST_ROLE=sleep")
+		child.Env = append(os.Environ(), "PROC_TEST_ROLE="+cmp.Or(os.Getenv("PROC_TEST_CHILD"), "sleep"))
 		if err := child.Start(); err != nil {
 			os.Exit(4)
 		}
@@ -78,6 +79,19 @@ func TestStartWaitsUntilReadyAndStopEndsTheGroup(t *testing.T) {
 	}
 	if err := p.Alive(); err == nil {
 		t.Fatal("Alive says a stopped process runs")
+	}
+}
+
+func TestStopEndsAChildThatOutlivesItsParent(t *testing.T) {
+	s := spec(t, "serve")
+	s.Env = append(s.Env, "PROC_TEST_CHILD=stubborn")
+	p, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stop(5 * time.Second) // the parent exits on SIGTERM at once
+	if !gone(p.Pid()) {
+		t.Fatal("the child that ignores SIGTERM outlived Stop")
 	}
 }
 

@@ -194,8 +194,6 @@ func TestBadInvocations(t *testing.T) {
 	}
 }
 
-// Two shards of an Indexed Job, each told only /2 and its completion
-// index, send between them what one loadgen sends.
 // run's Validate says every flag that is wrong, not only the first.
 func TestRunValidateNamesEveryBadFlag(t *testing.T) {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
@@ -212,6 +210,8 @@ func TestRunValidateNamesEveryBadFlag(t *testing.T) {
 	}
 }
 
+// Two shards of an Indexed Job, each told only /2 and its completion
+// index, send between them what one loadgen sends.
 func TestShardsOfAJobSplitTheRun(t *testing.T) {
 	s := costly(t, 0)
 	dir := t.TempDir()

@@ -118,7 +118,7 @@ func (o *options) Validate() (pager.Config, error) {
 		errs = append(errs, fmt.Errorf("-alertmanager-urls: %w", err))
 	}
 	cfg := pager.Config{
-		Listen: o.listen, Data: o.data,
+		Listen: o.listen, Data: o.data, PrometheusURL: o.prometheusURL,
 		Store: store.Options{Retention: o.retention, MaxResolved: o.maxResolved},
 		Webhook: webhook.Config{Token: o.token, ProfileURL: o.profileURL, TraceURL: o.traceURL, ExternalURL: o.externalURL,
 			ProfileWindow: o.profileWindow, MaxFetches: o.profileConcurrency, Prometheus: prom, GCJob: o.gcJob, Alertmanagers: alertmanagers},

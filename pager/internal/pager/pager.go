@@ -22,8 +22,11 @@ import (
 type Config struct {
 	Listen string // the one listener: web UI, webhooks, API, metrics, pprof
 	Data   string // the journal's and the profiles' directory
-	Log    zerolog.Logger
-	Store  store.Options // Run sets OnCompact
+	// PrometheusURL is where Webhook.Prometheus reads, for the log; "" for
+	// none.
+	PrometheusURL string
+	Log           zerolog.Logger
+	Store         store.Options // Run sets OnCompact
 	// Webhook is the receiver's and the lifecycle's; Run sets its Store,
 	// Log and Deltas.
 	Webhook webhook.Config
@@ -62,7 +65,7 @@ func Run(ctx context.Context, cfg Config) error {
 	wh := cfg.Webhook
 	log.Info().Str("data", cfg.Data).Int("incidents", st.Len()).Str("profile_url", wh.ProfileURL).Str("trace_url", wh.TraceURL).
 		Dur("profile_window", wh.ProfileWindow).Int("profile_concurrency", wh.MaxFetches).
-		Bool("prometheus", wh.Prometheus != nil).Strs("alertmanagers", wh.Alertmanagers).
+		Str("prometheus_url", cfg.PrometheusURL).Strs("alertmanagers", wh.Alertmanagers).
 		Int("delta_seconds", cfg.Deltas.Seconds).Dur("delta_every", cfg.Deltas.Every).Msg("starting")
 	reg := service.NewRegistry()
 	wh.Store, wh.Log = st, log

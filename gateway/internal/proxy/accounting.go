@@ -77,6 +77,8 @@ func (h *Handler) record(s *stream, res result) {
 	}
 	m.observeStream(s.route, res.outcome, traffic, elapsed.Seconds(), s.id, tenantName)
 	m.events.Add(float64(a.events))
+	m.lengths.Observe(float64(a.events))
+	m.squares.Add(float64(a.events) * float64(a.events))
 	counts := s.redactions()
 	redactions := 0
 	for k, n := range counts {

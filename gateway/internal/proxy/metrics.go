@@ -38,6 +38,8 @@ type Metrics struct {
 	duration    *prometheus.HistogramVec
 	ttft        *prometheus.HistogramVec
 	events      prometheus.Counter
+	lengths     prometheus.Histogram
+	squares     prometheus.Counter
 	tokens      *prometheus.CounterVec
 	rejections  *prometheus.CounterVec
 	redactions  *prometheus.CounterVec
@@ -63,6 +65,19 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 		events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_stream_events_total",
 			Help: "SSE data events forwarded to clients.",
+		}),
+		// A stream's length n and its square, summed, let the pager fit
+		// how a function's bytes per stream grow with n from production
+		// data (heapdelta.FitGrowth): the histogram's _sum is Σn per
+		// window and the counter Σn², the two moments the fit needs.
+		lengths: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gateway_stream_length_events",
+			Help:    "SSE data events a stream forwarded, observed once it ended, every stream alike (the heap profiles count every stream's bytes).",
+			Buckets: prometheus.ExponentialBuckets(64, 2, 11), // 64 … 65,536
+		}),
+		squares: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_stream_length_events_squared_total",
+			Help: "The sum over ended streams of the square of their events: with gateway_stream_length_events_sum, how lengths spread.",
 		}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_tokens_total",
@@ -90,7 +105,7 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 		Help: "Always 1; the variant (baseline or fixed transcript parser) and version this binary was built with.",
 	}, []string{"variant", "version"})
 	buildInfo.WithLabelValues(variant, version).Set(1)
-	reg.MustRegister(m.duration, m.ttft, m.events, m.tokens, m.rejections, m.redactions, m.upstreamErr, m.inFlight, buildInfo)
+	reg.MustRegister(m.duration, m.ttft, m.events, m.lengths, m.squares, m.tokens, m.rejections, m.redactions, m.upstreamErr, m.inFlight, buildInfo)
 	for _, t := range tenants {
 		m.tokens.WithLabelValues(t)
 		for _, l := range []string{limitTokens, limitStreams} {

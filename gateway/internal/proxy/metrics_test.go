@@ -2,12 +2,14 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,6 +118,41 @@ func TestAProbeTenantsStreamsAreLabelledProbe(t *testing.T) {
 	if got := durationExemplar(t, l.reg, RouteStream, OutcomeOK, TrafficProbe); got["tenant"] != "calibration" {
 		t.Errorf("the probe stream's exemplar %v, want tenant calibration", got)
 	}
+}
+
+// Each ended stream adds its event count to the length histogram and its
+// square to the squares: streams of 1, 2 and 3 chunks and their [DONE]
+// (2, 3 and 4 events) make Σn 9 and Σn² 29.
+func TestStreamLengthsAndTheirSquaresAreSummed(t *testing.T) {
+	var served atomic.Int64
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range served.Add(1) {
+			io.WriteString(w, chunkLine(fmt.Sprintf(" t%d", i))+"\n\n")
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	})
+	for range 3 {
+		resp := l.post(t, "k-acme", `{"model":"m","stream":true,"messages":[]}`)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if got := testutil.ToFloat64(l.m.squares); got != 29 {
+		t.Errorf("Σn² = %v, want 4+9+16 = 29", got)
+	}
+	mfs, err := l.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "gateway_stream_length_events" {
+			if h := mf.GetMetric()[0].GetHistogram(); h.GetSampleSum() != 9 || h.GetSampleCount() != 3 {
+				t.Errorf("Σn = %v over %d streams, want 9 over 3", h.GetSampleSum(), h.GetSampleCount())
+			}
+			return
+		}
+	}
+	t.Error("no gateway_stream_length_events")
 }
 
 // histogramCount sums the observations of the histogram name's series

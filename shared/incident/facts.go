@@ -137,7 +137,34 @@ type HeapChange struct {
 	// the data directory like Profile.File.
 	BeforeFile string `json:"before_file,omitempty"`
 	DuringFile string `json:"during_file,omitempty"`
+	// Growth is how Function's bytes per stream grow with the stream's
+	// length, fitted over the pager's delta profiles; nil when no function
+	// changed.
+	Growth *Growth `json:"growth,omitempty"`
 	// Error is why there is no comparison.
+	Error string `json:"error,omitempty"`
+}
+
+// Growth is how a function's bytes per stream grow with the stream's
+// length n (events), fitted as n^Exponent over the delta heap profiles the
+// pager holds and the streams the gateway counted in each of their
+// windows. Words says the verdict, or plainly why the data cannot carry
+// one (too few windows, too little spread in n, no power law).
+type Growth struct {
+	Fitted bool `json:"fitted"`
+	// Exponent is k in bytes per stream ∝ n^k, StdErr its standard error,
+	// and R2 how much of the windows' bytes (their logarithm) the fitted
+	// law explains.
+	Exponent float64 `json:"exponent,omitempty"`
+	StdErr   float64 `json:"std_err,omitempty"`
+	R2       float64 `json:"r2,omitempty"`
+	// Windows is how many delta windows the fit read, Spread how many
+	// times their largest length-weighted mean length (Σn²/Σn) is their
+	// smallest.
+	Windows int     `json:"windows"`
+	Spread  float64 `json:"spread,omitempty"`
+	Words   string  `json:"words,omitempty"`
+	// Error is why nothing was fitted: the stream counts could not be read.
 	Error string `json:"error,omitempty"`
 }
 
@@ -276,6 +303,9 @@ func (f *Facts) Summary() string {
 			parts = append(parts, "heap not compared")
 		} else {
 			parts = append(parts, "heap: "+h.Words)
+		}
+		if g := h.Growth; g != nil && g.Words != "" {
+			parts = append(parts, "growth: "+g.Words)
 		}
 	}
 	if g := f.GC; g != nil && g.Error == "" {

@@ -41,6 +41,12 @@ func (h *Handler) readFacts(a store.Accepted) {
 	if f.Heap.Error != "" {
 		f.Errors = append(f.Errors, "the heap: "+f.Heap.Error)
 	}
+	if f.Heap.Changed {
+		f.Heap.Growth = h.growth(f.Heap.Function)
+		if g := f.Heap.Growth; g.Error != "" {
+			f.Errors = append(f.Errors, "the growth: "+g.Error)
+		}
+	}
 	f.TakenAt = time.Now()
 	if err := h.cfg.Store.AddFacts(a.Incident, f, f.TakenAt); err != nil {
 		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store the facts record")
@@ -75,6 +81,40 @@ func (h *Handler) readGCAfter(a store.Accepted) {
 		ev = ev.Str("not_read", g.Error)
 	}
 	ev.Str("incident", a.Incident).Str("gc", g.Words).Msg("GC after the resolve")
+}
+
+// growth fits how fn's bytes per stream grow with the stream's length over
+// every delta profile the pager holds (heapdelta.FitGrowth), with each
+// window's stream counts from Prometheus. A creep's ticket gets it as a
+// page does: the deltas span the last Keep × Every of the gateway's life,
+// over which its streams' lengths changed, or did not.
+func (h *Handler) growth(fn string) *incident.Growth {
+	if h.cfg.Prometheus == nil {
+		return &incident.Growth{Error: "the pager runs without -prometheus-url: no stream counts to fit against"}
+	}
+	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
+	defer cancel()
+	var ws []heapdelta.Window
+	counted := false
+	for _, s := range h.cfg.Deltas.Samples() {
+		n, n2, ok, err := h.cfg.Prometheus.StreamLengths(ctx, s.From, s.To)
+		if err != nil {
+			return &incident.Growth{Error: err.Error()}
+		}
+		b, err := heapdelta.FunctionBytes(s, fn)
+		if err != nil {
+			return &incident.Growth{Error: err.Error()}
+		}
+		counted = counted || ok
+		if ok {
+			ws = append(ws, heapdelta.Window{From: s.From, To: s.To, Bytes: b, SumN: n, SumN2: n2})
+		}
+	}
+	if !counted {
+		return &incident.Growth{Error: promfacts.NoLengths}
+	}
+	g := heapdelta.FitGrowth(fn, ws)
+	return &incident.Growth{Fitted: g.Fitted, Exponent: g.Exponent, StdErr: g.StdErr, R2: g.R2, Windows: g.Windows, Spread: g.Spread, Words: g.Words}
 }
 
 // afterScrape is how long past the after-view's minute the pager waits

@@ -125,6 +125,8 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 	prom.Set("ratio_rate2m{", "9.8")              // the slow pair fired
 	prom.Set("ratio_rate4m{", "8.1")              //
 	prom.Set("time_period", "0.4166666666666667") // 10 h
+	prom.Set("gateway_stream_length_events_sum", "1000")
+	prom.Set("gateway_stream_length_events_squared_total", "1e6")
 	start := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Second)
 	// Two series of exemplars: r15 twice, the slowest 1.7 s.
 	var a, b []promfactstest.Exemplar
@@ -169,6 +171,8 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 	}
 	for _, q := range prom.Asked() {
 		switch {
+		case strings.Contains(q.Query, "gateway_stream_length_events"):
+			// Read at each delta's end: TestAPageSaysHowItsFunctionGrows.
 		case q.Path == "/api/v1/query" && !q.Time.Equal(start):
 			t.Errorf("%s read at %s, want the alert's start %s", q.Query, q.Time, start)
 		case q.Path == "/api/v1/query_exemplars" && (q.Query != exemplarSeries || !q.Start.Equal(burnFrom) || !q.End.Equal(start)):
@@ -192,6 +196,9 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 	if h == nil || !h.Changed || h.Function != appendFn || !strings.Contains(h.Words, "transcript.(*Baseline).Append grew") ||
 		math.Abs(h.Before-1e6) > 1e3 || math.Abs(h.During-100e6) > 1e5 || !h.DuringTo.Equal(start.Add(-time.Minute)) || !h.BeforeTo.Equal(start.Add(-5*time.Minute)) {
 		t.Fatalf("heap %+v: want Append, 1 MB/s to 100 MB/s", h)
+	}
+	if g := h.Growth; g == nil || g.Fitted || g.Windows != 2 || !strings.Contains(g.Words, "only 2 delta windows") {
+		t.Errorf("growth %+v: two deltas are too few to fit", g)
 	}
 	if len(f.Errors) != 0 {
 		t.Errorf("errors %q", f.Errors)
@@ -262,6 +269,67 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 	tinc, ok := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("ticket"), StartsAt: start}))
 	if !ok || tinc.Facts == nil || tinc.Facts.Heap == nil || tinc.Facts.Heap.Function != appendFn {
 		t.Errorf("the ticket's facts: %+v, want them with the heap's verdict naming %s", tinc.Facts, appendFn)
+	}
+}
+
+// A page whose heap changed says how the function's bytes per stream grow
+// with the stream's length, from every delta the pager holds and the
+// gateway's stream counts in each delta's window. Here the streams' mean
+// length doubles and their length-weighted mean quadruples 135 s before
+// the alert, and Append's bytes grow eightfold: as Σn², so n².
+func TestAPageSaysHowItsFunctionGrows(t *testing.T) {
+	prom := promfactstest.New(t)
+	start := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Second)
+	prom.Set("ratio_rate30s{", "20")
+	prom.Set("ratio_rate1m{", "12")
+	prom.Set("ratio_rate2m{", "9.8")
+	prom.Set("ratio_rate4m{", "8.1")
+	prom.SetBefore("ratio_rate2m{", start.Add(-150*time.Second), "NaN") // the burn from start-160s
+	grew := start.Add(-135 * time.Second)
+	prom.SetBefore("gateway_stream_length_events_sum", grew, "1000")
+	prom.SetBefore("gateway_stream_length_events_squared_total", grew, "1e6")
+	prom.Set("gateway_stream_length_events_sum", "2000")
+	prom.Set("gateway_stream_length_events_squared_total", "8e6")
+	var d deltas
+	for i := 8; i >= 1; i-- {
+		to := start.Add(-time.Duration(i) * 30 * time.Second)
+		rate := 1e6
+		if to.After(grew) {
+			rate = 8e6
+		}
+		d = append(d, deltaAt(t, to, map[string]float64{appendFn: rate, copyFn: 5e6}))
+	}
+	p := newFactsPager(t, prom.URL, d, 0)
+	if status, body := p.post(t, "/webhook/page", notification(burnAlert(start, nil))); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	_, f := p.facts(t)
+	g := f.Heap.Growth
+	if g == nil || !g.Fitted || math.Abs(g.Exponent-2) > 0.01 || g.R2 < 0.99 || g.Windows != 8 || math.Abs(g.Spread-4) > 0.01 ||
+		!strings.HasPrefix(g.Words, "transcript.(*Baseline).Append: bytes per stream grow as n^2.0 with the stream's length (± 0.00, R² 1.00 over 8 delta windows): quadratic") {
+		t.Fatalf("growth %+v", g)
+	}
+	var windows []time.Time
+	for _, q := range prom.Asked() {
+		if strings.Contains(q.Query, "sum(increase(gateway_stream_length_events_sum[10s]))") {
+			windows = append(windows, q.Time)
+		}
+	}
+	if len(windows) != 8 || !windows[0].Equal(d[0].To) || !windows[7].Equal(d[7].To) {
+		t.Errorf("stream lengths read at %v, want each delta's end", windows)
+	}
+	// Without the gateway's stream counts, the page says so.
+	prom2 := promfactstest.New(t)
+	prom2.Set("ratio_rate30s{", "20")
+	prom2.Set("ratio_rate1m{", "12")
+	prom2.Set("ratio_rate2m{", "9.8")
+	prom2.Set("ratio_rate4m{", "8.1")
+	prom2.SetBefore("ratio_rate2m{", start.Add(-150*time.Second), "NaN")
+	p2 := newFactsPager(t, prom2.URL, d, 0)
+	p2.post(t, "/webhook/page", notification(burnAlert(start, nil)))
+	_, f2 := p2.facts(t)
+	if g := f2.Heap.Growth; g == nil || g.Fitted || g.Error != promfacts.NoLengths || !slices.Contains(f2.Errors, "the growth: "+promfacts.NoLengths) {
+		t.Errorf("growth %+v, errors %q: want the missing counts said", g, f2.Errors)
 	}
 }
 

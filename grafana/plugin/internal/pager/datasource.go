@@ -127,6 +127,9 @@ func incidentsFrame(incs []incident.Incident) *data.Frame {
 		heap := ""
 		if inc.Facts != nil && inc.Facts.Heap != nil {
 			heap = inc.Facts.Heap.Words
+			if g := inc.Facts.Heap.Growth; g != nil && g.Words != "" {
+				heap += "; " + g.Words
+			}
 		}
 		var tl []string
 		for _, e := range inc.Timeline {

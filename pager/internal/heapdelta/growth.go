@@ -83,8 +83,12 @@ func FitGrowth(fn string, ws []Window) Growth {
 	g := Growth{Windows: len(xs)}
 	name := shortName(fn)
 	if len(xs) < MinWindows {
-		g.Words = fmt.Sprintf("%s: only %d delta windows hold both ended streams and its allocation; a fit of how its bytes per stream grow with the stream's length needs %d",
-			name, len(xs), MinWindows)
+		held := fmt.Sprintf("%d delta windows hold", len(xs))
+		if len(xs) == 1 {
+			held = "1 delta window holds"
+		}
+		g.Words = fmt.Sprintf("%s: only %s both ended streams and its allocation; a fit of how its bytes per stream grow with the stream's length needs %d",
+			name, held, MinWindows)
 		return g
 	}
 	lo, hi := xs[0], xs[0]

@@ -75,6 +75,7 @@ func TestFitGrowthSaysWhenItCannotFit(t *testing.T) {
 		"no spread":       {steady, "hardly changed"},
 		"not a power law": {noisy, "no verdict"},
 		"none":            {nil, "only 0 delta windows"},
+		"one window":      {ws[:1], "only 1 delta window holds"},
 	} {
 		g := FitGrowth(appendFn, tc.ws)
 		if g.Fitted || !strings.Contains(g.Words, tc.want) || !strings.HasPrefix(g.Words, "transcript.(*Baseline).Append: ") {

@@ -22,6 +22,7 @@ type runOptions struct {
 	calibrateMissing           bool
 	rate                       float64
 	duration, ramp, delay      time.Duration
+	creep                      time.Duration
 	maxInFlight                int
 	shard                      string
 	timeout                    time.Duration
@@ -39,6 +40,8 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.delay, "start-delay", 0, "wait this long before the load starts, after the calibration if one runs "+
 		"(compose: the pager's rolling heap profiles then hold the idle gateway, the \"before\" of an incident that starts with the load, "+
 		"not the calibration's long streams)")
+	fs.DurationVar(&o.creep, "creep", 0, "grow the long generations over this long, as in the write-up's three days: on the baseline the shortest "+
+		"takes 180 ms at the start and the share over the SLO climbs evenly from none to all (burn 0x → 10x); 0: no creep")
 	fs.IntVar(&o.maxInFlight, "max-inflight", 256, "most concurrent streams; starts beyond it are dropped and counted")
 	fs.StringVar(&o.shard, "shard", "", "send only shard i/N of the schedule (/N: i from "+load.JobIndexEnv+", a Kubernetes Indexed Job's); N shards together send the whole")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up a stream after this long")
@@ -58,6 +61,9 @@ func (o *runOptions) Validate() (load.Keys, load.Shard, error) {
 	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("-tenants: %w", err))
+	}
+	if o.creep < 0 {
+		errs = append(errs, fmt.Errorf("-creep %s: want 0 or more", o.creep))
 	}
 	if o.delay < 0 {
 		errs = append(errs, fmt.Errorf("-start-delay %s: want 0 or more", o.delay))
@@ -112,6 +118,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if o.rate > 0 {
 		sh.Rate = o.rate
 	}
+	sh.Creep = o.creep
 	cfg := load.Config{Target: o.target, Keys: keys.Load, Shape: sh, Duration: o.duration, Ramp: o.ramp, MaxInFlight: o.maxInFlight, Timeout: o.timeout, Shard: shard}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -129,7 +136,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		adminErr <- nil
 	}
 	log.Info().Str("target", o.target).Float64("rate", sh.Rate).Int("long_every", sh.LongEvery).Int("long_events", sh.LongEvents).
-		Int("short_min", sh.ShortMin).Int("short_max", sh.ShortMax).Bool("calibrated", calibrated).
+		Int("short_min", sh.ShortMin).Int("short_max", sh.ShortMax).Bool("calibrated", calibrated).Dur("creep", sh.Creep).
 		Dur("duration", o.duration).Int("tenants", len(keys.Load)).Stringer("shard", shard).Msg("starting load")
 
 	started := time.Now()

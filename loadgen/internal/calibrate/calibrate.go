@@ -209,7 +209,7 @@ func DefaultOptions() Options {
 var ErrNotBaseline = errors.New("calibrate: the gateway does not show the baseline's quadratic cost")
 
 // Choose picks a shape from the curve:
-//   - long generations take 2.5x the SLO, so they breach with a margin for
+//   - long generations take shape.LongCost (2.5) times the SLO, so they breach with a margin for
 //     noise on either side;
 //   - ordinary streams take at most 1/30 of it, so contention with a long
 //     one never pushes them over;
@@ -223,7 +223,7 @@ func Choose(c Curve, o Options) (shape.Shape, error) {
 	if t := c.At(8000); c.A <= 0 || t < o.SLO/4 {
 		return shape.Shape{}, fmt.Errorf("%w: an 8,000-event stream takes %s (is it the fixed build?)", ErrNotBaseline, t.Round(time.Millisecond))
 	}
-	long := roundUp(c.EventsFor(o.SLO*5/2), 500)
+	long := roundUp(c.EventsFor(time.Duration(shape.LongCost*float64(o.SLO))), 500)
 	say("long generation: %d events, predicted %s = %.1fx the %s SLO (every one breaches)", long, c.At(long).Round(time.Millisecond), c.At(long).Seconds()/o.SLO.Seconds(), o.SLO)
 	shortMax := c.EventsFor(o.SLO / 30)
 	if shortMax < minShort {

@@ -99,7 +99,7 @@ func Schedule(sh shape.Shape, ramp, duration time.Duration, s Shard) iter.Seq[St
 			if owner(i, of, sh.LongEvery) != s.Index {
 				continue
 			}
-			events, long := sh.Events(i)
+			events, long := sh.EventsAt(i, due)
 			if !yield(Start{I: i, Due: due, Events: events, Long: long}) {
 				return
 			}

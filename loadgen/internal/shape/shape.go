@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
+	"time"
 )
 
 // Shape is a seeded, deterministic stream mix. Long generations are placed
@@ -24,6 +26,46 @@ type Shape struct {
 	Seed       uint64  `json:"seed"`
 	// Why records how the shape was chosen (calibration's reasoning).
 	Why []string `json:"why,omitempty"`
+	// Creep, when set, makes the long generations grow over this long
+	// (CreepEvents): the write-up's three days. It is the run's, not the
+	// calibrated file's, as the rate a flag overrides is.
+	Creep time.Duration `json:"-"`
+}
+
+// LongCost is how many times the SLO a long generation of LongEvents takes
+// on the baseline build: calibrate chooses LongEvents so, with a margin
+// for noise on either side of the threshold.
+const LongCost = 2.5
+
+// The write-up's creep: "p99 had quietly climbed from 180 ms to 580 ms
+// over three days". The p99 of a mix with one long generation in 100 is
+// its shortest long generations, so the creep grows the long ones.
+const (
+	// CreepFrom is the time of the shortest long generation at the
+	// creep's start, as a share of the SLO: 180 ms of 600.
+	CreepFrom = 0.3
+	// golden is the golden ratio's fractional part: k·golden mod 1 spreads
+	// the long generations' places over [0, 1) evenly at every scale, so
+	// that each window's share of breaches is the creep's, not luck's.
+	golden = 0.6180339887498949
+)
+
+// CreepEvents is the length of long generation number k (counting long
+// ones only) started at progress p (0 to 1) of the creep. Each long
+// generation has a place q in [0, 1) and would take, on the baseline,
+//
+//	SLO · CreepFrom^(q − p)
+//
+// so at the start they take 180 ms (q near 1) to 600 ms (q = 0) and
+// every one grows by the same factor as p rises; a generation breaches
+// once p passes its q, so the share that breach climbs evenly from none
+// to all: the burn from 0x to 10x. The baseline's cost is quadratic in
+// the events, so time scales as the square of LongEvents' share.
+func (s Shape) CreepEvents(k int, p float64) int {
+	p = min(max(p, 0), 1)
+	_, q := math.Modf(float64(k) * golden)
+	cost := math.Pow(CreepFrom, q-p) / LongCost // of LongEvents' time
+	return max(1, int(math.Round(float64(s.LongEvents)*math.Sqrt(cost))))
 }
 
 // Default is the shape used when no calibrated file exists, chosen from
@@ -46,6 +88,10 @@ func (s Shape) Validate() error {
 		return fmt.Errorf("shape: long_events must be positive, got %d", s.LongEvents)
 	case s.ShortMin < 1 || s.ShortMax < s.ShortMin:
 		return fmt.Errorf("shape: need 1 ≤ short_min ≤ short_max, got %d–%d", s.ShortMin, s.ShortMax)
+	case s.Creep < 0:
+		return fmt.Errorf("shape: creep %s: want 0 (none) or more", s.Creep)
+	case s.Creep > 0 && s.LongEvery == 0:
+		return errors.New("shape: a creep grows the long generations, and long_every 0 sends none")
 	}
 	return nil
 }
@@ -56,8 +102,15 @@ func (s Shape) Validate() error {
 // stack's first windows hold only the ramp's few streams, and with the
 // long one in the middle of the first block it was one stream in 50, a 20x
 // burn that could page through the quick pair before the steady 10x did.
-func (s Shape) Events(i int) (int, bool) {
+func (s Shape) Events(i int) (int, bool) { return s.EventsAt(i, 0) }
+
+// EventsAt is Events for a stream due at, into a creep when Shape.Creep
+// is set.
+func (s Shape) EventsAt(i int, at time.Duration) (int, bool) {
 	if s.LongEvery > 0 && i%s.LongEvery == s.LongEvery-1 {
+		if s.Creep > 0 {
+			return s.CreepEvents(i/s.LongEvery, at.Seconds()/s.Creep.Seconds()), true
+		}
 		return s.LongEvents, true
 	}
 	rng := rand.New(rand.NewPCG(s.Seed, uint64(i))) //nolint:gosec // G115: a stream's index is never negative

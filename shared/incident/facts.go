@@ -137,9 +137,10 @@ type HeapChange struct {
 	// the data directory like Profile.File.
 	BeforeFile string `json:"before_file,omitempty"`
 	DuringFile string `json:"during_file,omitempty"`
-	// Growth is how Function's bytes per stream grow with the stream's
-	// length, fitted over the pager's delta profiles; nil when no function
-	// changed.
+	// Growth is how a function's bytes per stream grow with the stream's
+	// length, fitted over the pager's delta profiles: Function's when it
+	// changed, else the largest's (a creep changes nothing suddenly); nil
+	// when the pager holds no delta.
 	Growth *Growth `json:"growth,omitempty"`
 	// Error is why there is no comparison.
 	Error string `json:"error,omitempty"`
@@ -151,7 +152,9 @@ type HeapChange struct {
 // windows. Words says the verdict, or plainly why the data cannot carry
 // one (too few windows, too little spread in n, no power law).
 type Growth struct {
-	Fitted bool `json:"fitted"`
+	// Function is the function fitted, in full.
+	Function string `json:"function"`
+	Fitted   bool   `json:"fitted"`
 	// Exponent is k in bytes per stream ∝ n^k, StdErr its standard error,
 	// and R2 how much of the windows' bytes (their logarithm) the fitted
 	// law explains.

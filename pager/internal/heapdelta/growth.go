@@ -171,3 +171,33 @@ func FunctionBytes(s Sample, fn string) (float64, error) {
 	}
 	return r.flat[fn] * r.seconds, nil
 }
+
+// Largest is the function that allocated the most (flat alloc_space) in
+// the newest of samples that ended by end: what a growth fit is about
+// when no function's allocation changed suddenly, as over a creep, or no
+// delta from before the burn tells what did.
+func Largest(samples []Sample, end time.Time) (string, error) {
+	var newest *Sample
+	for i := range samples {
+		if s := &samples[i]; !s.To.After(end) {
+			newest = newer(newest, s)
+		}
+	}
+	if newest == nil {
+		return "", fmt.Errorf("no delta profile ended by %s", clockTime(end))
+	}
+	r, err := readRates(*newest)
+	if err != nil {
+		return "", fmt.Errorf("the delta profile ended at %s: %w", clockTime(newest.To), err)
+	}
+	top := ""
+	for name, rate := range r.flat {
+		if top == "" || rate > r.flat[top] || rate == r.flat[top] && name < top {
+			top = name
+		}
+	}
+	if top == "" {
+		return "", fmt.Errorf("the delta profile ended at %s allocated nothing", clockTime(newest.To))
+	}
+	return top, nil
+}

@@ -41,8 +41,8 @@ func (h *Handler) readFacts(a store.Accepted) {
 	if f.Heap.Error != "" {
 		f.Errors = append(f.Errors, "the heap: "+f.Heap.Error)
 	}
-	if f.Heap.Changed {
-		f.Heap.Growth = h.growth(f.Heap.Function)
+	if fn := h.growthFunction(f.Heap, a.Alert.StartsAt); fn != "" {
+		f.Heap.Growth = h.growth(fn)
 		if g := f.Heap.Growth; g.Error != "" {
 			f.Errors = append(f.Errors, "the growth: "+g.Error)
 		}
@@ -83,6 +83,28 @@ func (h *Handler) readGCAfter(a store.Accepted) {
 	ev.Str("incident", a.Incident).Str("gc", g.Words).Msg("GC after the resolve")
 }
 
+// growthFunction is the function a growth fit is about: the one whose
+// allocation changed or, when none did or nothing could be compared, the
+// one that allocated the most as the alert fired. A creep changes no
+// function suddenly, and a ticket's long window (the lab's 48 minutes,
+// production's 3 days) reaches back past the oldest delta the pager
+// holds, so neither has a "what changed"; how the largest function grows
+// with the streams' length is then the verdict. "" when there is no delta
+// to read (the heap's error says why).
+func (h *Handler) growthFunction(c *incident.HeapChange, fired time.Time) string {
+	if c.Changed {
+		return c.Function
+	}
+	if h.cfg.Deltas == nil {
+		return ""
+	}
+	fn, err := heapdelta.Largest(h.cfg.Deltas.Samples(), fired.Add(heapdelta.Slack))
+	if err != nil {
+		return ""
+	}
+	return fn
+}
+
 // growth fits how fn's bytes per stream grow with the stream's length over
 // every delta profile the pager holds (heapdelta.FitGrowth), with each
 // window's stream counts from Prometheus. A creep's ticket gets it as a
@@ -90,7 +112,7 @@ func (h *Handler) readGCAfter(a store.Accepted) {
 // over which its streams' lengths changed, or did not.
 func (h *Handler) growth(fn string) *incident.Growth {
 	if h.cfg.Prometheus == nil {
-		return &incident.Growth{Error: "the pager runs without -prometheus-url: no stream counts to fit against"}
+		return &incident.Growth{Function: fn, Error: "the pager runs without -prometheus-url: no stream counts to fit against"}
 	}
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
 	defer cancel()
@@ -99,11 +121,11 @@ func (h *Handler) growth(fn string) *incident.Growth {
 	for _, s := range h.cfg.Deltas.Samples() {
 		n, n2, ok, err := h.cfg.Prometheus.StreamLengths(ctx, s.From, s.To)
 		if err != nil {
-			return &incident.Growth{Error: err.Error()}
+			return &incident.Growth{Function: fn, Error: err.Error()}
 		}
 		b, err := heapdelta.FunctionBytes(s, fn)
 		if err != nil {
-			return &incident.Growth{Error: err.Error()}
+			return &incident.Growth{Function: fn, Error: err.Error()}
 		}
 		counted = counted || ok
 		if ok {
@@ -111,10 +133,10 @@ func (h *Handler) growth(fn string) *incident.Growth {
 		}
 	}
 	if !counted {
-		return &incident.Growth{Error: promfacts.NoLengths}
+		return &incident.Growth{Function: fn, Error: promfacts.NoLengths}
 	}
 	g := heapdelta.FitGrowth(fn, ws)
-	return &incident.Growth{Fitted: g.Fitted, Exponent: g.Exponent, StdErr: g.StdErr, R2: g.R2, Windows: g.Windows, Spread: g.Spread, Words: g.Words}
+	return &incident.Growth{Function: fn, Fitted: g.Fitted, Exponent: g.Exponent, StdErr: g.StdErr, R2: g.R2, Windows: g.Windows, Spread: g.Spread, Words: g.Words}
 }
 
 // afterScrape is how long past the after-view's minute the pager waits

@@ -277,14 +277,25 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 // gateway's stream counts in each delta's window. Here the streams' mean
 // length doubles and their length-weighted mean quadruples 135 s before
 // the alert, and Append's bytes grow eightfold: as Σn², so n².
+//
+// A creep's alert, whose burn window reaches back past the oldest delta
+// the pager holds (a ticket's 48m or 3d), has no "before" to compare the
+// heap with; the fit is then about the function that allocated the most,
+// and says the same.
 func TestAPageSaysHowItsFunctionGrows(t *testing.T) {
-	prom := promfactstest.New(t)
 	start := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Second)
+	for _, burnSince := range []time.Duration{150 * time.Second, 20 * time.Minute} {
+		t.Run(fmt.Sprintf("burning for %s", burnSince), func(t *testing.T) { testGrowth(t, start, burnSince) })
+	}
+}
+
+func testGrowth(t *testing.T, start time.Time, burnSince time.Duration) {
+	prom := promfactstest.New(t)
 	prom.Set("ratio_rate30s{", "20")
 	prom.Set("ratio_rate1m{", "12")
 	prom.Set("ratio_rate2m{", "9.8")
 	prom.Set("ratio_rate4m{", "8.1")
-	prom.SetBefore("ratio_rate2m{", start.Add(-150*time.Second), "NaN") // the burn from start-160s
+	prom.SetBefore("ratio_rate2m{", start.Add(-burnSince), "NaN") // the burn from 10 s earlier
 	grew := start.Add(-135 * time.Second)
 	prom.SetBefore("gateway_stream_length_events_sum", grew, "1000")
 	prom.SetBefore("gateway_stream_length_events_squared_total", grew, "1e6")
@@ -304,8 +315,11 @@ func TestAPageSaysHowItsFunctionGrows(t *testing.T) {
 		t.Fatalf("%d %s", status, body)
 	}
 	_, f := p.facts(t)
+	if compared := burnSince < 4*time.Minute; compared != f.Heap.Changed {
+		t.Errorf("heap %+v: compared and changed %v, want %v", f.Heap, f.Heap.Changed, compared)
+	}
 	g := f.Heap.Growth
-	if g == nil || !g.Fitted || math.Abs(g.Exponent-2) > 0.01 || g.R2 < 0.99 || g.Windows != 8 || math.Abs(g.Spread-4) > 0.01 ||
+	if g == nil || !g.Fitted || g.Function != appendFn || math.Abs(g.Exponent-2) > 0.01 || g.R2 < 0.99 || g.Windows != 8 || math.Abs(g.Spread-4) > 0.01 ||
 		!strings.HasPrefix(g.Words, "transcript.(*Baseline).Append: bytes per stream grow as n^2.0 with the stream's length (± 0.00, R² 1.00 over 8 delta windows): quadratic") {
 		t.Fatalf("growth %+v", g)
 	}
@@ -324,7 +338,7 @@ func TestAPageSaysHowItsFunctionGrows(t *testing.T) {
 	prom2.Set("ratio_rate1m{", "12")
 	prom2.Set("ratio_rate2m{", "9.8")
 	prom2.Set("ratio_rate4m{", "8.1")
-	prom2.SetBefore("ratio_rate2m{", start.Add(-150*time.Second), "NaN")
+	prom2.SetBefore("ratio_rate2m{", start.Add(-burnSince), "NaN")
 	p2 := newFactsPager(t, prom2.URL, d, 0)
 	p2.post(t, "/webhook/page", notification(burnAlert(start, nil)))
 	_, f2 := p2.facts(t)

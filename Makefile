@@ -303,6 +303,16 @@ SLO_WINDOWS ?= lab
 lab: tools ## run the stack natively on 127.0.0.1 (real Prometheus and Alertmanager); Ctrl-C stops it
 	$(GO) run ./stack/cmd/lab up -variant $(GATEWAY_TAG) -windows $(SLO_WINDOWS)
 
+# The write-up's three days, live (issue 34): the loadgen's long
+# generations grow over an hour, the lab's compressed three days, so the
+# baseline's O(n²) transcript burns by itself; it must ticket, then page,
+# each naming (*Baseline).Append's quadratic growth, and VARIANT=fixed must
+# stay silent. Runs beside a lab with FREE_PORTS=1.
+.PHONY: timeline
+timeline: tools ## the write-up's three days on the native lab (~1 h): ticket, then page, each with its verdict (VARIANT=fixed stays silent; DURATION=, JSON=file, SAVE=1)
+	$(GO) run ./stack/cmd/timeline -variant $(or $(VARIANT),baseline) $(if $(DURATION),-duration $(DURATION)) $(if $(FREE_PORTS),-free-ports) \
+		$(if $(JSON),-json $(JSON)) $(if $(SAVE),-save docs/results/timeline-$(or $(VARIANT),baseline).md)
+
 .PHONY: lab-switch
 lab-switch: ## switch a running lab's gateway: make lab-switch GATEWAY_TAG=fixed
 	$(GO) run ./stack/cmd/lab switch -variant $(GATEWAY_TAG)

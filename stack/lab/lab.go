@@ -88,6 +88,8 @@ type Config struct {
 	Bin string
 	// NoLoad leaves the load generator to StartLoad.
 	NoLoad bool
+	// LoadArgs are more flags for the load generator, e.g. a -creep.
+	LoadArgs []string
 }
 
 // DefaultTenants gives the lab two tenants with quotas and stream limits far
@@ -445,9 +447,9 @@ func (l *Lab) StartLoad(ctx context.Context) error {
 		return err
 	}
 	a := l.cfg.Addrs
-	return l.start(ctx, Loadgen, []string{l.bin("loadgen"), "-target", "http://" + a.GatewayPublic + "/v1/chat/stream",
-		"-tenants", l.cfg.Tenants, "-shape", l.cfg.Shape, "-duration", "0", "-admin", a.LoadgenAdmin, "-ramp", "10s"},
-		"http://"+a.LoadgenAdmin+"/readyz")
+	args := []string{l.bin("loadgen"), "-target", "http://" + a.GatewayPublic + "/v1/chat/stream",
+		"-tenants", l.cfg.Tenants, "-shape", l.cfg.Shape, "-duration", "0", "-admin", a.LoadgenAdmin, "-ramp", "10s"}
+	return l.start(ctx, Loadgen, append(args, l.cfg.LoadArgs...), "http://"+a.LoadgenAdmin+"/readyz")
 }
 
 // idleDeltaWithin bounds the wait for the pager's first delta profile: it

@@ -76,6 +76,9 @@ func (o *options) config(log io.Writer) (timeline.Config, func(), error) {
 		return timeline.Config{}, release, err
 	}
 	shape, err := filepath.Abs(o.shape)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(shape), 0o755) // where a calibration writes it
+	}
 	if err != nil {
 		return timeline.Config{}, release, err
 	}

@@ -44,6 +44,11 @@ const (
 	// CreepFrom is the time of the shortest long generation at the
 	// creep's start, as a share of the SLO: 180 ms of 600.
 	CreepFrom = 0.3
+	// CreepLead is the share of the creep, at its start, in which every
+	// stream still makes the SLO: a fresh Prometheus's windows hold only
+	// the run, and one stream on the threshold that breaches in its first
+	// minute would be a burn of several times the budget there.
+	CreepLead = 0.1
 	// golden is the golden ratio's fractional part: k·golden mod 1 spreads
 	// the long generations' places over [0, 1) evenly at every scale, so
 	// that each window's share of breaches is the creep's, not luck's.
@@ -51,20 +56,23 @@ const (
 )
 
 // CreepEvents is the length of long generation number k (counting long
-// ones only) started at progress p (0 to 1) of the creep. Each long
+// ones only) started at t, from 0 to 1, of the creep. Each long
 // generation has a place q in [0, 1) and would take, on the baseline,
 //
-//	SLO · CreepFrom^(q − p)
+//	SLO · r^(q − p),  p = (1 + CreepLead)·t − CreepLead
 //
-// so at the start they take 180 ms (q near 1) to 600 ms (q = 0) and
-// every one grows by the same factor as p rises; a generation breaches
-// once p passes its q, so the share that breach climbs evenly from none
-// to all: the burn from 0x to 10x. The baseline's cost is quadratic in
-// the events, so time scales as the square of LongEvents' share.
-func (s Shape) CreepEvents(k int, p float64) int {
-	p = min(max(p, 0), 1)
+// with r chosen so that the shortest takes CreepFrom of the SLO at the
+// start (r^(1 + CreepLead) = CreepFrom). Every one grows by the same
+// factor as t rises, and one breaches once p passes its q: none for the
+// first CreepLead/(1 + CreepLead) of the creep, then a share climbing
+// evenly to all at its end, the burn from 0x to 10x. The baseline's cost
+// is quadratic in the events, so time scales as the square of LongEvents'
+// share.
+func (s Shape) CreepEvents(k int, t float64) int {
+	p := (1+CreepLead)*min(max(t, 0), 1) - CreepLead
+	r := math.Pow(CreepFrom, 1/(1+CreepLead))
 	_, q := math.Modf(float64(k) * golden)
-	cost := math.Pow(CreepFrom, q-p) / LongCost // of LongEvents' time
+	cost := math.Pow(r, q-p) / LongCost // of LongEvents' time
 	return max(1, int(math.Round(float64(s.LongEvents)*math.Sqrt(cost))))
 }
 

@@ -77,7 +77,7 @@ func TestTheCreepsBreachesClimbEvenly(t *testing.T) {
 		r := float64(n) / float64(s.LongEvents)
 		return LongCost * r * r
 	}
-	for _, p := range []float64{0, 0.1, 0.25, 0.5, 0.9, 1} {
+	for _, p := range []float64{0, 0.05, 0.09, 0.1, 0.25, 0.5, 0.9, 1} {
 		for from := 0; from < 1000; from += 100 {
 			breach, shortest := 0, math.Inf(1)
 			for k := from; k < from+100; k++ {
@@ -90,8 +90,11 @@ func TestTheCreepsBreachesClimbEvenly(t *testing.T) {
 					t.Fatalf("long generation %d does not grow: %.3f SLOs at %.2f, %.3f later", k, c, p, later)
 				}
 			}
-			if want := 100 * p; math.Abs(float64(breach)-want) > 2 {
+			if want := 100 * max(0, (1+CreepLead)*p-CreepLead); math.Abs(float64(breach)-want) > 2 || want == 0 && breach > 0 {
 				t.Errorf("at %.0f %% of the creep, %d of long generations %d–%d breach, want %.0f", 100*p, breach, from, from+99, want)
+			}
+			if p == 0 && shortest > 0 && maxCost(s, from) > 0.9 {
+				t.Errorf("at the start a long generation takes %.2f SLOs: within 10 %% of the threshold", maxCost(s, from))
 			}
 			if p == 0 && math.Abs(shortest-CreepFrom) > 0.02 {
 				t.Errorf("the shortest long generation at the start takes %.2f SLOs, want the write-up's %.1f", shortest, CreepFrom)
@@ -112,4 +115,15 @@ func TestTheCreepsBreachesClimbEvenly(t *testing.T) {
 	if err := s.Validate(); err == nil {
 		t.Error("a creep with no long generations validates")
 	}
+}
+
+// maxCost is the longest of long generations from to from+99 at the
+// creep's start, in SLOs on the baseline.
+func maxCost(s Shape, from int) float64 {
+	most := 0
+	for k := from; k < from+100; k++ {
+		most = max(most, s.CreepEvents(k, 0))
+	}
+	r := float64(most) / float64(s.LongEvents)
+	return LongCost * r * r
 }

@@ -40,8 +40,8 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.delay, "start-delay", 0, "wait this long before the load starts, after the calibration if one runs "+
 		"(compose: the pager's rolling heap profiles then hold the idle gateway, the \"before\" of an incident that starts with the load, "+
 		"not the calibration's long streams)")
-	fs.DurationVar(&o.creep, "creep", 0, "grow the long generations over this long, as in the write-up's three days: on the baseline the shortest "+
-		"takes 180 ms at the start, none breaches for the first tenth of it, then the share over the SLO climbs evenly to all (burn 0x → 10x); 0: no creep")
+	fs.DurationVar(&o.creep, "creep", 0, "grow the long generations over this long, as in the write-up's three days: on the baseline every one "+
+		"is far under the SLO at the start, the share over it climbs over most of the run, and all are over it at the end (burn 0x → 10x); 0: no creep")
 	fs.IntVar(&o.maxInFlight, "max-inflight", 256, "most concurrent streams; starts beyond it are dropped and counted")
 	fs.StringVar(&o.shard, "shard", "", "send only shard i/N of the schedule (/N: i from "+load.JobIndexEnv+", a Kubernetes Indexed Job's); N shards together send the whole")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up a stream after this long")

@@ -91,7 +91,7 @@ func (o *options) Validate() (pager.Config, error) {
 	// The delta settings are checked even without -profile-url, so a bad
 	// one is found before it is turned on. heapdelta takes 0 for its
 	// default; a flag of 0 is a mistake, not a wish for the default.
-	deltas := heapdelta.Config{URL: o.profileURL, Seconds: o.deltaSeconds, Every: o.deltaEvery, Keep: o.deltaKeep}
+	deltas := heapdelta.Config{URL: o.profileURL, Seconds: o.deltaSeconds, Every: o.deltaEvery, Keep: o.deltaKeep, CountsURL: heapdelta.CountsURL(o.profileURL)}
 	if deltas.URL == "" {
 		deltas.URL = "http://gateway:6060/debug/pprof/allocs"
 	}

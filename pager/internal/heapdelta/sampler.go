@@ -86,6 +86,10 @@ type Config struct {
 	Every time.Duration
 	// Keep is how many deltas are kept, the newest (default DefaultKeep).
 	Keep int
+	// CountsURL is the gateway's /metrics, read just before and after
+	// each delta for the streams that ended in its window (Lengths;
+	// CountsURL gives the one beside a delta URL); empty: none read.
+	CountsURL string
 	// Client fetches the profiles (default a new http.Client).
 	Client *http.Client
 	// Log receives one line per failed fetch.
@@ -148,6 +152,11 @@ func (c Config) deltaURL() (string, error) {
 	case c.MaxBytes < 1 || c.MaxBytes > DefaultMaxBytes:
 		return "", fmt.Errorf("heapdelta: max bytes %d: want 1 to %d", c.MaxBytes, DefaultMaxBytes)
 	}
+	if c.CountsURL != "" {
+		if u, err := url.Parse(c.CountsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", fmt.Errorf("heapdelta: counts url %q: want http(s)://host/metrics", c.CountsURL)
+		}
+	}
 	u, err := url.Parse(c.URL)
 	if err != nil {
 		return "", fmt.Errorf("heapdelta: url %q: %w", c.URL, err)
@@ -171,6 +180,9 @@ type Sample struct {
 	Raw []byte
 	// Total is the bytes allocated in the window (alloc_space).
 	Total int64
+	// Lengths are the streams that ended in the window, from the
+	// gateway's own counters; nil when they could not be read.
+	Lengths *Lengths
 }
 
 // Sampler takes a delta every Config.Every and keeps the newest
@@ -178,6 +190,7 @@ type Sample struct {
 type Sampler struct {
 	cfg     Config
 	url     string
+	counts  string // the gateway's /metrics
 	clock   Clock
 	results *prometheus.CounterVec
 	seconds prometheus.Histogram
@@ -196,9 +209,10 @@ func New(cfg Config, reg prometheus.Registerer) *Sampler {
 	}
 	window := cfg.window().Seconds()
 	s := &Sampler{
-		cfg:   cfg,
-		url:   u,
-		clock: RealClock{},
+		cfg:    cfg,
+		url:    u,
+		counts: cfg.CountsURL,
+		clock:  RealClock{},
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pager_delta_profiles_total", Help: "Delta heap profiles fetched from the gateway, by result; failed ones are not kept.",
 		}, []string{"result"}),
@@ -248,7 +262,12 @@ func (s *Sampler) Samples() []Sample {
 // counted nor logged.
 func (s *Sampler) take(ctx context.Context) error {
 	began := s.clock.Now()
-	sample, err := s.fetch(ctx)
+	var sample Sample
+	lengths, err := s.lengthsAround(ctx, func() (err error) {
+		sample, err = s.fetch(ctx)
+		return err
+	})
+	sample.Lengths = lengths
 	if err != nil {
 		if ctx.Err() == nil {
 			s.results.WithLabelValues("error").Inc()

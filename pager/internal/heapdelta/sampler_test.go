@@ -320,3 +320,63 @@ func TestRealDeltaNamesTheAllocator(t *testing.T) {
 	}
 	t.Log(v.Words)
 }
+
+// With a CountsURL, each delta carries the streams that ended while it was
+// taken, from the gateway's own counters read before and after it; a
+// /metrics that fails, hangs or lacks the series leaves the delta without
+// them, kept all the same.
+func TestDeltasCarryTheStreamsThatEndedInThem(t *testing.T) {
+	var mu sync.Mutex
+	sumN, metrics := 1000.0, "ok"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == "/metrics" {
+			switch metrics {
+			case "ok":
+				fmt.Fprintf(w, "# TYPE %[1]s histogram\n%[1]s_bucket{le=\"+Inf\"} 3\n%[1]s_sum %[2]g\n%[1]s_count 3\n# TYPE %[3]s counter\n%[3]s %[4]g\n",
+					LengthHistogram, sumN, LengthSquares, sumN*sumN)
+			case "missing":
+				fmt.Fprintln(w, "# TYPE other_total counter\nother_total 1")
+			case "hanging":
+				mu.Unlock()
+				<-r.Context().Done() // past countsTimeout
+				mu.Lock()
+			default:
+				http.Error(w, "no", http.StatusInternalServerError)
+			}
+			return
+		}
+		sumN += 500 // streams that ended during the delta
+		w.Write(deltaProfile(t, 1, map[string]float64{copyFn: 1 * MB}))
+	}))
+	defer srv.Close()
+	s := New(Config{URL: srv.URL + "/debug/pprof/allocs", Seconds: 1, Every: 2 * time.Second, CountsURL: CountsURL(srv.URL + "/debug/pprof/allocs")},
+		prometheus.NewRegistry())
+	for _, m := range []string{"ok", "missing", "failing", "hanging"} {
+		mu.Lock()
+		metrics = m
+		mu.Unlock()
+		if err := s.take(context.Background()); err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+	}
+	got := s.Samples()
+	if len(got) != 4 {
+		t.Fatalf("%d deltas kept, want 4", len(got))
+	}
+	if l := got[0].Lengths; l == nil || l.SumN != 500 || l.SumN2 != 1500*1500-1000*1000 {
+		t.Errorf("the deltas' streams: %+v, want Σn 500, Σn² %g", l, 1500.0*1500-1000*1000)
+	}
+	for i, m := range []string{"missing", "failing", "hanging"} {
+		if l := got[i+1].Lengths; l != nil {
+			t.Errorf("a /metrics %s gave the delta streams: %+v", m, l)
+		}
+	}
+	if CountsURL("http://gateway:6060/debug/pprof/allocs?seconds=10") != "http://gateway:6060/metrics" || CountsURL("no url") != "" {
+		t.Error("CountsURL is not the profile's listener's /metrics")
+	}
+	if err := (Config{URL: "http://g/allocs", CountsURL: "gateway:6060"}).Validate(); err == nil {
+		t.Error("a counts URL with no scheme validates")
+	}
+}

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"burnlab/pager/internal/heapdelta"
 )
 
 // The gateway's stream-length series: the histogram's _sum is Σn over the
 // streams that ended, n being a stream's events, and the counter Σn².
 const (
-	lengthSum     = "gateway_stream_length_events_sum"
-	lengthSquares = "gateway_stream_length_events_squared_total"
+	lengthSum     = heapdelta.LengthHistogram + "_sum"
+	lengthSquares = heapdelta.LengthSquares
 )
 
 // NoLengths says why a growth fit has no stream counts at all.

@@ -119,9 +119,16 @@ func (h *Handler) growth(fn string) *incident.Growth {
 	var ws []heapdelta.Window
 	counted := false
 	for _, s := range h.cfg.Deltas.Samples() {
-		n, n2, ok, err := h.cfg.Prometheus.StreamLengths(ctx, s.From, s.To)
-		if err != nil {
-			return &incident.Growth{Function: fn, Error: err.Error()}
+		// The gateway's own counts around the delta are its exact
+		// window's; Prometheus's increase is the fallback.
+		n, n2, ok := 0.0, 0.0, s.Lengths != nil
+		if ok {
+			n, n2 = s.Lengths.SumN, s.Lengths.SumN2
+		} else {
+			var err error
+			if n, n2, ok, err = h.cfg.Prometheus.StreamLengths(ctx, s.From, s.To); err != nil {
+				return &incident.Growth{Function: fn, Error: err.Error()}
+			}
 		}
 		b, err := heapdelta.FunctionBytes(s, fn)
 		if err != nil {

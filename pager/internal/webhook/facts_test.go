@@ -332,6 +332,32 @@ func testGrowth(t *testing.T, start time.Time, burnSince time.Duration) {
 	if len(windows) != 8 || !windows[0].Equal(d[0].To) || !windows[7].Equal(d[7].To) {
 		t.Errorf("stream lengths read at %v, want each delta's end", windows)
 	}
+	// Deltas that carry the gateway's own counts of their window are fitted
+	// on those, with no question to Prometheus, which here has none.
+	counted := slices.Clone(d)
+	for i := range counted {
+		l := heapdelta.Lengths{SumN: 1000, SumN2: 1e6}
+		if counted[i].To.After(grew) {
+			l = heapdelta.Lengths{SumN: 2000, SumN2: 8e6}
+		}
+		counted[i].Lengths = &l
+	}
+	prom3 := promfactstest.New(t)
+	prom3.Set("ratio_rate30s{", "20")
+	prom3.Set("ratio_rate1m{", "12")
+	prom3.Set("ratio_rate2m{", "9.8")
+	prom3.Set("ratio_rate4m{", "8.1")
+	prom3.SetBefore("ratio_rate2m{", start.Add(-burnSince), "NaN")
+	p3 := newFactsPager(t, prom3.URL, counted, 0)
+	p3.post(t, "/webhook/page", notification(burnAlert(start, nil)))
+	if _, f3 := p3.facts(t); f3.Heap.Growth == nil || !f3.Heap.Growth.Fitted || math.Abs(f3.Heap.Growth.Exponent-2) > 0.01 {
+		t.Errorf("growth from the deltas' own counts: %+v", f3.Heap.Growth)
+	}
+	for _, q := range prom3.Asked() {
+		if strings.Contains(q.Query, "gateway_stream_length_events") {
+			t.Errorf("asked Prometheus %s, with the counts in the deltas", q.Query)
+		}
+	}
 	// Without the gateway's stream counts, the page says so.
 	prom2 := promfactstest.New(t)
 	prom2.Set("ratio_rate30s{", "20")

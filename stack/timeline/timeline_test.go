@@ -100,3 +100,33 @@ func TestVerdictNamesAppendOnlyWhenQuadratic(t *testing.T) {
 		}
 	}
 }
+
+// An hour is read from Prometheus as the dashboard shows it: the p99 and
+// p99.9 in milliseconds, the share of streams over the SLO, and the
+// stream-latency alerts firing; a query with no streams is no figure.
+func TestAnHourAsPrometheusSeesIt(t *testing.T) {
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query().Get("query")
+		result := `[]`
+		switch {
+		case strings.HasPrefix(q, "ALERTS"):
+			result = `[{"metric":{"severity":"ticket"},"value":[0,"1"]},{"metric":{"severity":"page"},"value":[0,"1"]}]`
+		case strings.HasPrefix(q, "histogram_quantile(0.999,"):
+			result = `[{"metric":{},"value":[0,"1.25"]}]`
+		case strings.HasPrefix(q, "histogram_quantile(0.99,"):
+			result = `[{"metric":{},"value":[0,"0.18"]}]`
+		case strings.HasPrefix(q, "1 - sum"):
+			result = `[{"metric":{},"value":[0,"NaN"]}]`
+		}
+		if !strings.Contains(q, "[50000ms]") && !strings.HasPrefix(q, "ALERTS") {
+			t.Errorf("query %s: want the hour's 50 s window", q)
+		}
+		w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":` + result + `}}`))
+	}))
+	defer prom.Close()
+	l := &lab.Lab{Probe: lab.Probe{Addrs: lab.Addrs{Prometheus: strings.TrimPrefix(prom.URL, "http://")}}}
+	h := readHour(l, 26, 50*time.Second)
+	if got, want := h.String(), "day 2 01:00  p99 180 ms   p99.9 1250 ms  breach no data firing: ticket, page"; got != want {
+		t.Errorf("hour %q, want %q", got, want)
+	}
+}

@@ -106,45 +106,36 @@ func (h *Handler) growthFunction(c *incident.HeapChange, fired time.Time) string
 }
 
 // growth fits how fn's bytes per stream grow with the stream's length over
-// every delta profile the pager holds (heapdelta.FitGrowth), with each
-// window's stream counts from Prometheus. A creep's ticket gets it as a
-// page does: the deltas span the last Keep × Every of the gateway's life,
-// over which its streams' lengths changed, or did not.
+// every delta profile the pager holds (heapdelta.FitGrowth), with the
+// streams each counted, read from the gateway around it
+// (heapdelta.Lengths). A creep's ticket gets it as a page does: the
+// deltas span the last Keep × Every of the gateway's life, over which its
+// streams' lengths changed, or did not. Prometheus's counts are no
+// substitute: its increase over a 10 s window scraped every 5 s put a
+// long stream in the next window as often as in its own, and that noise
+// fitted the baseline's quadratic Append as n^1.2, "linear".
 func (h *Handler) growth(fn string) *incident.Growth {
-	if h.cfg.Prometheus == nil {
-		return &incident.Growth{Function: fn, Error: "the pager runs without -prometheus-url: no stream counts to fit against"}
-	}
-	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
-	defer cancel()
 	var ws []heapdelta.Window
-	counted := false
 	for _, s := range h.cfg.Deltas.Samples() {
-		// The gateway's own counts around the delta are its exact
-		// window's; Prometheus's increase is the fallback.
-		n, n2, ok := 0.0, 0.0, s.Lengths != nil
-		if ok {
-			n, n2 = s.Lengths.SumN, s.Lengths.SumN2
-		} else {
-			var err error
-			if n, n2, ok, err = h.cfg.Prometheus.StreamLengths(ctx, s.From, s.To); err != nil {
-				return &incident.Growth{Function: fn, Error: err.Error()}
-			}
+		if s.Lengths == nil {
+			continue
 		}
 		b, err := heapdelta.FunctionBytes(s, fn)
 		if err != nil {
 			return &incident.Growth{Function: fn, Error: err.Error()}
 		}
-		counted = counted || ok
-		if ok {
-			ws = append(ws, heapdelta.Window{From: s.From, To: s.To, Bytes: b, SumN: n, SumN2: n2})
-		}
+		ws = append(ws, heapdelta.Window{From: s.From, To: s.To, Bytes: b, SumN: s.Lengths.SumN, SumN2: s.Lengths.SumN2})
 	}
-	if !counted {
-		return &incident.Growth{Function: fn, Error: promfacts.NoLengths}
+	if len(ws) == 0 {
+		return &incident.Growth{Function: fn, Error: NoLengths}
 	}
 	g := heapdelta.FitGrowth(fn, ws)
 	return &incident.Growth{Function: fn, Fitted: g.Fitted, Exponent: g.Exponent, StdErr: g.StdErr, R2: g.R2, Windows: g.Windows, Spread: g.Spread, Words: g.Words}
 }
+
+// NoLengths says why a growth fit has no stream counts at all.
+const NoLengths = "no delta holds the gateway's stream counts (" + heapdelta.LengthHistogram + "_sum and " + heapdelta.LengthSquares +
+	" on the /metrics beside -profile-url, read around each delta): a gateway older than this pager, or a listener that serves no /metrics"
 
 // afterScrape is how long past the after-view's minute the pager waits
 // before reading it: a scrape interval or two (the lab's and compose's are

@@ -7,6 +7,7 @@ package results
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -27,7 +28,11 @@ type Run struct {
 	Title string // the file's heading
 	By    string // what wrote it, e.g. "`make bench-proxy SAVE=1` (tools/benchproxy/cmd/bench-proxy)"
 	Root  string // the repository, whose revision the run measured
-	Date  time.Time
+	// Revision is the revision measured when it is not Root's as Write
+	// runs: a run that builds at its start and lasts an hour may see
+	// commits land before it writes (Revision(Root) at its start).
+	Revision string
+	Date     time.Time
 	// Machine holds facts of the machine beyond the ones Write finds
 	// itself (cores, CPU, OS, Go), such as a Docker Engine's version.
 	Machine []string
@@ -46,7 +51,7 @@ func Write(path string, r Run) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\nWritten by %s. Run it again rather than edit this file.\n\n", r.Title, r.By)
-	fmt.Fprintf(&b, "- revision: %s\n", Revision(r.Root))
+	fmt.Fprintf(&b, "- revision: %s\n", cmp.Or(r.Revision, Revision(r.Root)))
 	fmt.Fprintf(&b, "- date: %s\n", r.Date.UTC().Format(time.DateTime+" MST"))
 	fmt.Fprintf(&b, "- machine: %s\n", strings.Join(append(machine(), r.Machine...), ", "))
 	for _, n := range r.Notes {

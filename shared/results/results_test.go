@@ -46,6 +46,13 @@ func TestWriteHeadsTheRunWithWhereItCameFrom(t *testing.T) {
 	if r := Revision(root); !strings.HasSuffix(r, "-dirty") {
 		t.Errorf("revision of a changed tree %q, want -dirty", r)
 	}
+	// A long run names the revision it built at its start.
+	if err := Write(path, Run{Title: "A run", By: "x", Root: root, Revision: "abc1234", Date: date}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "- revision: abc1234\n") {
+		t.Errorf("the run's own revision is not the file's:\n%s", b)
+	}
 	if err := Write(path, Run{Title: "no date", By: "x"}); err == nil {
 		t.Error("a run without a date was written")
 	}

@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if warning := o.meaning(); warning != "" {
 		fmt.Fprintln(stdout, "timeline: "+warning)
 	}
-	started := time.Now()
+	started, revision := time.Now(), results.Revision(cfg.Root) // what the lab builds
 	r, err := timeline.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			notes = append(notes, "the story did not hold: "+strings.ReplaceAll(check.Error(), "\n", "; "))
 		}
 		if err := results.Write(o.save, results.Run{Title: "The write-up's three days, live: the " + r.Variant + " build",
-			By: "`make timeline SAVE=1` (stack/cmd/timeline)", Root: cfg.Root, Date: started, Notes: notes, Body: body.String()}); err != nil {
+			By: "`make timeline SAVE=1` (stack/cmd/timeline)", Root: cfg.Root, Revision: revision, Date: started, Notes: notes, Body: body.String()}); err != nil {
 			return err
 		}
 	}

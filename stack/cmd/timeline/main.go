@@ -75,8 +75,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // writeSummary is the run in words: each compressed hour, then the ticket
-// and the page.
+// and the page, their times in the run's own hours, as the hours above.
 func writeSummary(w io.Writer, r timeline.Result) {
+	hours := func(s float64) float64 { return s / r.DurationS * timeline.Days.Hours() }
 	for _, h := range r.Hours {
 		fmt.Fprintln(w, h)
 	}
@@ -84,7 +85,7 @@ func writeSummary(w io.Writer, r timeline.Result) {
 		if s == nil {
 			return "did not fire"
 		}
-		return fmt.Sprintf("fired %s into the run: hour %.0f of the three days", (time.Duration(*s) * time.Second).Round(time.Second), *s*timeline.Compression/3600)
+		return fmt.Sprintf("fired %s into the run: hour %.0f of the three days", (time.Duration(*s) * time.Second).Round(time.Second), hours(*s))
 	}
 	fmt.Fprintf(w, "\nticket: %s\n", at(r.TicketS))
 	if r.TicketVerdict != "" {
@@ -96,6 +97,6 @@ func writeSummary(w io.Writer, r timeline.Result) {
 	}
 	if r.TicketS != nil && r.PageS != nil {
 		lead := *r.PageS - *r.TicketS
-		fmt.Fprintf(w, "the ticket came %s before the page: %.0f hours of the three days\n", (time.Duration(lead) * time.Second).Round(time.Second), lead*timeline.Compression/3600)
+		fmt.Fprintf(w, "the ticket came %s before the page: %.0f hours of the three days\n", (time.Duration(lead) * time.Second).Round(time.Second), hours(lead))
 	}
 }

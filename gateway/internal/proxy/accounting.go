@@ -17,8 +17,10 @@ type accounting struct {
 	tenant         *tenant.Tenant
 	hold           *tenant.Reservation
 	events, tokens int
-	ttft           time.Duration
-	repaired       map[string]int
+	// published is how many of events the gateway's counters hold.
+	published int
+	ttft      time.Duration
+	repaired  map[string]int
 }
 
 // token counts one non-empty text forwarded.
@@ -58,6 +60,22 @@ func (a *accounting) settle() bool {
 	return a.hold == nil || a.hold.Cover(a.tokens)
 }
 
+// publish adds the events forwarded since the last publish to the
+// gateway's counters of events and of their squares: the i-th event adds
+// 2i-1, so the events from p+1 to n add n²-p². It is called before each
+// wait on the upstream and at the end, so the counters follow the stream
+// within a read, as its allocations do, at the cost of two atomic adds a
+// read, not an event.
+func (a *accounting) publish(m *Metrics) {
+	if a.events == a.published {
+		return
+	}
+	n, p := float64(a.events), float64(a.published)
+	m.events.Add(n - p)
+	m.squares.Add(n*n - p*p)
+	a.published = a.events
+}
+
 // record ends a stream: its quota settled, its metrics, and its one log
 // line. Content is never logged, only counts. The duration's exemplar and
 // the log line carry the same request_id and tenant, so a slow stream
@@ -76,9 +94,8 @@ func (h *Handler) record(s *stream, res result) {
 		m.tokens.WithLabelValues(tenantName).Add(float64(a.tokens))
 	}
 	m.observeStream(s.route, res.outcome, traffic, elapsed.Seconds(), s.id, tenantName)
-	m.events.Add(float64(a.events))
+	a.publish(m)
 	m.lengths.Observe(float64(a.events))
-	m.squares.Add(float64(a.events) * float64(a.events))
 	counts := s.redactions()
 	redactions := 0
 	for k, n := range counts {

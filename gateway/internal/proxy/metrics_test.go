@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -120,8 +122,8 @@ func TestAProbeTenantsStreamsAreLabelledProbe(t *testing.T) {
 	}
 }
 
-// Each ended stream adds its event count to the length histogram and its
-// square to the squares: streams of 1, 2 and 3 chunks and their [DONE]
+// Each ended stream has added its event count to the length histogram
+// and its square to the squares: streams of 1, 2 and 3 chunks and their [DONE]
 // (2, 3 and 4 events) make Σn 9 and Σn² 29.
 func TestStreamLengthsAndTheirSquaresAreSummed(t *testing.T) {
 	var served atomic.Int64
@@ -153,6 +155,76 @@ func TestStreamLengthsAndTheirSquaresAreSummed(t *testing.T) {
 		}
 	}
 	t.Error("no gateway_stream_length_events")
+}
+
+// A stream's events and their squares are counted as it goes, not when it
+// ends: while the upstream pauses, what was forwarded is counted already,
+// and by the end a stream of n events has added n events and n².
+func TestEventsAreCountedAsTheyAreForwarded(t *testing.T) {
+	paused, resume := make(chan struct{}), make(chan struct{})
+	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			io.WriteString(w, chunkLine(fmt.Sprintf(" t%d", i))+"\n\n")
+		}
+		w.(http.Flusher).Flush()
+		close(paused)
+		select {
+		case <-resume:
+		case <-r.Context().Done():
+		}
+		io.WriteString(w, chunkLine(" end")+"\n\ndata: [DONE]\n\n")
+	})
+	resp := l.post(t, "k-acme", `{"model":"m","stream":true,"messages":[]}`)
+	<-paused
+	rd := bufio.NewReader(resp.Body)
+	for read := 0; read < 2; {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %d events: %v", read, err)
+		}
+		if strings.HasPrefix(line, "data: ") {
+			read++
+		}
+	}
+	// The gateway counts before it waits on the upstream, and writes to
+	// the client after: the two events read are counted.
+	mid, sq := testutil.ToFloat64(l.m.events), testutil.ToFloat64(l.m.squares)
+	if mid < 2 || sq != mid*mid || histogramSamples(t, l.reg, "gateway_stream_length_events") != 0 {
+		t.Errorf("mid-stream: %v events, Σ(2i-1) %v, want at least 2 and their square, and no ended stream", mid, sq)
+	}
+	close(resume)
+	rest, err := io.ReadAll(rd)
+	if err != nil || !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("%v %q", err, rest)
+	}
+	resp.Body.Close()
+	// record runs after the client has its last byte.
+	deadline := time.Now().Add(10 * time.Second)
+	for histogramSamples(t, l.reg, "gateway_stream_length_events") == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	n, sq := testutil.ToFloat64(l.m.events), testutil.ToFloat64(l.m.squares)
+	if n <= mid || sq != n*n {
+		t.Errorf("ended: %v events, Σ(2i-1) %v, want more than %v and n² = %v", n, sq, mid, n*n)
+	}
+}
+
+// histogramSamples is how many observations the unlabelled histogram name
+// holds.
+func histogramSamples(t *testing.T, reg prometheus.Gatherer, name string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("no %s", name)
+	return 0
 }
 
 // histogramCount sums the observations of the histogram name's series

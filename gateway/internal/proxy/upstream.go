@@ -106,8 +106,12 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	s.begin(h.cfg.NewTranscript(), req.choices)
 	out := newFlusher(w, h.cfg.ClientWriteTimeout)
 	defer out.done()
-	// Before a read that may block, what is written must not wait on it.
-	dec := sse.NewDecoder(rd, h.cfg.MaxLine, out.flush)
+	// Before a read that may block, what is written must not wait on it,
+	// nor what was forwarded go uncounted while it waits.
+	dec := sse.NewDecoder(rd, h.cfg.MaxLine, func() error {
+		s.acct.publish(h.cfg.Metrics)
+		return out.flush()
+	})
 	err = s.forward(dec, out)
 	s.acct.ignored(dec.Ignored())
 	switch {

@@ -10,28 +10,29 @@ import (
 // longer, and the function whose cost per stream grows with the square of
 // a stream's length grew faster. FitGrowth reads that off production data:
 // the rolling delta profiles give the function's bytes in each window, and
-// the gateway's own counters the streams that ended in it.
+// the gateway's own counters what it forwarded in it (Lengths).
 //
-// If a function allocates a·n^k bytes for a stream of n events, a window's
-// streams make B = a·Σ n^k. Dividing by Σn:
+// A function that allocates a·n^k bytes for a stream of n events allocates
+// about a·k·i^(k-1) for its i-th event. The gateway counts each window's
+// events, Σ1, and their places, Σ(2i-1) (over whole streams, Σn²), so:
 //
-//   - k = 1: B/Σn = a, the same in every window;
-//   - k = 2: B/Σn = a·(Σn²/Σn), growing with the length-weighted mean
-//     length Σn²/Σn.
+//   - k = 1: B/Σ1 = a, the same in every window;
+//   - k = 2: B = a·Σ(2i-1), and B/Σ1 = a·(Σ(2i-1)/Σ1), growing with
+//     the events' mean place, the length-weighted mean length of the
+//     streams in flight.
 //
-// So the slope s of ln(B/Σn) against ln(Σn²/Σn) over the windows is k − 1,
-// exactly for the two complexities the write-up's checklist tells apart
-// and close between them, whatever the mix of short and long streams.
-// The gateway exports Σn (gateway_stream_length_events_sum) and Σn²
-// (gateway_stream_length_events_squared_total).
+// So the slope s of ln(B/Σ1) against ln(Σ(2i-1)/Σ1) over the windows is
+// k − 1, exactly for the two complexities the write-up's checklist tells
+// apart and close between them, whatever the mix of short and long streams
+// and wherever a window cuts them.
 
 // A Window is one delta profile's window as the fit reads it.
 type Window struct {
 	From, To time.Time
 	// Bytes is the function's flat alloc_space in the delta.
 	Bytes float64
-	// SumN and SumN2 are Σn and Σn² over the streams that ended in the
-	// window, n being a stream's events.
+	// SumN and SumN2 are the events forwarded in the window and the
+	// sum of their places, Σ(2i-1) (Lengths).
 	SumN, SumN2 float64
 }
 
@@ -40,7 +41,8 @@ const (
 	// MinWindows is the fewest windows with streams and the function's
 	// bytes: a line through three points says little.
 	MinWindows = 4
-	// MinSpread is the least ratio of the largest Σn²/Σn to the smallest:
+	// MinSpread is the least ratio of the largest mean place (SumN2/SumN)
+	// to the smallest:
 	// over windows that are all alike there is no line to fit, only noise.
 	// It is small because the counts are exact (Lengths: the gateway's own,
 	// around each delta) and the bytes follow them closely: in a live lab
@@ -50,7 +52,7 @@ const (
 	MinSpread = 1.1
 	// MaxError is the largest standard error of the fitted exponent a
 	// verdict is given at: ±0.15 tells 1 from 2 by more than six of them.
-	// (R² cannot be the test: for a linear function B/Σn is flat, and a
+	// (R² cannot be the test: for a linear function B/SumN is flat, and a
 	// flat line explains none of the noise around it however exact it is.)
 	MaxError = 0.15
 )
@@ -65,14 +67,14 @@ type Growth struct {
 	// the fitted law explains (0 to 1).
 	Exponent, StdErr, R2 float64
 	// Windows is how many windows the fit read, and Spread the ratio of
-	// their largest Σn²/Σn to their smallest.
+	// their largest mean place SumN2/SumN to their smallest.
 	Windows int
 	Spread  float64
 	Words   string
 }
 
 // FitGrowth fits how fn's bytes per stream grow with the stream's length
-// over ws (see Window). Windows with no ended stream or none of fn's bytes
+// over ws (see Window). Windows with no event forwarded or none of fn's bytes
 // are left out.
 func FitGrowth(fn string, ws []Window) Growth {
 	var xs, ys, lnB []float64
@@ -90,7 +92,7 @@ func FitGrowth(fn string, ws []Window) Growth {
 		if len(xs) == 1 {
 			held = "1 delta window holds"
 		}
-		g.Words = fmt.Sprintf("%s: only %s both ended streams and its allocation; a fit of how its bytes per stream grow with the stream's length needs %d",
+		g.Words = fmt.Sprintf("%s: only %s both forwarded events and its allocation; a fit of how its bytes per stream grow with the stream's length needs %d",
 			name, held, MinWindows)
 		return g
 	}

@@ -12,21 +12,27 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// The gateway's stream-length series (gateway/internal/proxy): a histogram
-// of each stream's events n, whose sum is Σn over the streams that ended,
-// and a counter of Σn².
+// The gateway's counters the growth fit reads (gateway/internal/proxy):
+// the events it forwarded, and the squares of its streams' lengths, to
+// which a stream's i-th event adds 2i-1 (so a stream of n events adds n²).
+// Both count as the streams go, within a read of the upstream.
 const (
-	LengthHistogram = "gateway_stream_length_events"
-	LengthSquares   = "gateway_stream_length_events_squared_total"
+	EventsCounter = "gateway_stream_events_total"
+	LengthSquares = "gateway_stream_length_events_squared_total"
 )
 
-// Lengths are Σn and Σn² over the streams that ended in a delta's window,
-// read from the gateway's own counters just before and just after the
-// delta. A growth fit needs the streams of exactly the window whose bytes
-// it reads: Prometheus's increase over a 10 s window scraped every 5 s
-// sees one or two scrapes, and a long stream that ended in the window was
-// as often counted in the next, which flattened a quadratic function's
-// fit to n^1.2 in a live run.
+// Lengths are what the gateway forwarded in a delta's window, read from
+// its own counters just before and just after the delta: SumN the events,
+// SumN2 their weight by place, Σ(2i-1), which over whole streams is Σn².
+// A function that allocates in proportion to an event's place (the
+// baseline's `out +=` copies the i events so far) allocates in
+// proportion to SumN2, one that allocates the same for every event in
+// proportion to SumN, whichever streams the window cuts through.
+// Prometheus's increase cannot stand in: over a 10 s window scraped
+// every 5 s it sees one or two scrapes, and flattened a quadratic
+// function's fit to n^1.2 in a live run. Nor can counts taken when a
+// stream ends: a long stream that began before a window put all its
+// length in it and only part of its bytes.
 type Lengths struct{ SumN, SumN2 float64 }
 
 // The bounds of a /metrics read: a gateway's is some tens of KB, served in
@@ -46,9 +52,8 @@ func CountsURL(deltaURL string) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/metrics"}).String()
 }
 
-// readLengths reads Σn and Σn² so far from the gateway's /metrics, summed
-// over every series of the two; ok is false when it exports neither (a
-// gateway older than the pager).
+// readLengths reads the two counters so far from the gateway's /metrics,
+// summed over every series of each; ok is false when it lacks either.
 func readLengths(ctx context.Context, client *http.Client, u string) (l Lengths, ok bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, countsTimeout)
 	defer cancel()
@@ -70,12 +75,12 @@ func readLengths(ctx context.Context, client *http.Client, u string) (l Lengths,
 	if err != nil {
 		return l, false, fmt.Errorf("reading %s: %w", u, err)
 	}
-	h, sq := families[LengthHistogram], families[LengthSquares]
-	if h == nil || sq == nil {
+	ev, sq := families[EventsCounter], families[LengthSquares]
+	if ev == nil || sq == nil {
 		return l, false, nil
 	}
-	for _, m := range h.GetMetric() {
-		l.SumN += m.GetHistogram().GetSampleSum()
+	for _, m := range ev.GetMetric() {
+		l.SumN += m.GetCounter().GetValue()
 	}
 	for _, m := range sq.GetMetric() {
 		l.SumN2 += m.GetCounter().GetValue()
@@ -83,10 +88,10 @@ func readLengths(ctx context.Context, client *http.Client, u string) (l Lengths,
 	return l, true, nil
 }
 
-// lengthsAround is Σn and Σn² of the streams that ended while take ran:
-// the counters' growth from before to after it. nil when either read
-// failed or the counters fell (the gateway restarted): the growth fit
-// then asks Prometheus for that window.
+// lengthsAround is what the gateway forwarded while take ran: the
+// counters' growth from before to after it. nil when either read failed
+// or the counters fell (the gateway restarted): the growth fit then
+// leaves that window out.
 func (s *Sampler) lengthsAround(ctx context.Context, take func() error) (*Lengths, error) {
 	if s.counts == "" {
 		return nil, take()

@@ -87,7 +87,7 @@ type Config struct {
 	// Keep is how many deltas are kept, the newest (default DefaultKeep).
 	Keep int
 	// CountsURL is the gateway's /metrics, read just before and after
-	// each delta for the streams that ended in its window (Lengths;
+	// each delta for what the gateway forwarded in its window (Lengths;
 	// CountsURL gives the one beside a delta URL); empty: none read.
 	CountsURL string
 	// Client fetches the profiles (default a new http.Client).
@@ -180,8 +180,8 @@ type Sample struct {
 	Raw []byte
 	// Total is the bytes allocated in the window (alloc_space).
 	Total int64
-	// Lengths are the streams that ended in the window, from the
-	// gateway's own counters; nil when they could not be read.
+	// Lengths are what the gateway forwarded in the window, from its own
+	// counters; nil when they could not be read.
 	Lengths *Lengths
 }
 

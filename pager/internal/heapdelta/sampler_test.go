@@ -321,11 +321,11 @@ func TestRealDeltaNamesTheAllocator(t *testing.T) {
 	t.Log(v.Words)
 }
 
-// With a CountsURL, each delta carries the streams that ended while it was
-// taken, from the gateway's own counters read before and after it; a
+// With a CountsURL, each delta carries what the gateway forwarded while it
+// was taken, from the gateway's own counters read before and after it; a
 // /metrics that fails, hangs or lacks the series leaves the delta without
 // them, kept all the same.
-func TestDeltasCarryTheStreamsThatEndedInThem(t *testing.T) {
+func TestDeltasCarryWhatTheGatewayForwardedInThem(t *testing.T) {
 	var mu sync.Mutex
 	sumN, metrics := 1000.0, "ok"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -334,8 +334,8 @@ func TestDeltasCarryTheStreamsThatEndedInThem(t *testing.T) {
 		if r.URL.Path == "/metrics" {
 			switch metrics {
 			case "ok":
-				fmt.Fprintf(w, "# TYPE %[1]s histogram\n%[1]s_bucket{le=\"+Inf\"} 3\n%[1]s_sum %[2]g\n%[1]s_count 3\n# TYPE %[3]s counter\n%[3]s %[4]g\n",
-					LengthHistogram, sumN, LengthSquares, sumN*sumN)
+				fmt.Fprintf(w, "# TYPE %[1]s counter\n%[1]s %[2]g\n# TYPE %[3]s counter\n%[3]s %[4]g\n# TYPE gateway_stream_length_events histogram\ngateway_stream_length_events_bucket{le=\"+Inf\"} 3\ngateway_stream_length_events_sum 99\ngateway_stream_length_events_count 3\n",
+					EventsCounter, sumN, LengthSquares, sumN*sumN)
 			case "missing":
 				fmt.Fprintln(w, "# TYPE other_total counter\nother_total 1")
 			case "hanging":
@@ -347,7 +347,7 @@ func TestDeltasCarryTheStreamsThatEndedInThem(t *testing.T) {
 			}
 			return
 		}
-		sumN += 500 // streams that ended during the delta
+		sumN += 500 // events forwarded during the delta
 		w.Write(deltaProfile(t, 1, map[string]float64{copyFn: 1 * MB}))
 	}))
 	defer srv.Close()

@@ -106,8 +106,8 @@ func (h *Handler) growthFunction(c *incident.HeapChange, fired time.Time) string
 }
 
 // growth fits how fn's bytes per stream grow with the stream's length over
-// every delta profile the pager holds (heapdelta.FitGrowth), with the
-// streams each counted, read from the gateway around it
+// every delta profile the pager holds (heapdelta.FitGrowth), with what the
+// gateway forwarded in each, read from it around the delta
 // (heapdelta.Lengths). A creep's ticket gets it as a page does: the
 // deltas span the last Keep × Every of the gateway's life, over which its
 // streams' lengths changed, or did not. Prometheus's counts are no
@@ -130,11 +130,25 @@ func (h *Handler) growth(fn string) *incident.Growth {
 		return &incident.Growth{Function: fn, Error: NoLengths}
 	}
 	g := heapdelta.FitGrowth(fn, ws)
+	h.logWindows(fn, ws, g)
 	return &incident.Growth{Function: fn, Fitted: g.Fitted, Exponent: g.Exponent, StdErr: g.StdErr, R2: g.R2, Windows: g.Windows, Spread: g.Spread, Words: g.Words}
 }
 
+// logWindows logs the points a growth fit read, one line per fit, so an
+// operator can see why a verdict was or was not given (a window with few
+// streams, an outlier) without the pager's memory.
+func (h *Handler) logWindows(fn string, ws []heapdelta.Window, g heapdelta.Growth) {
+	from := make([]string, len(ws))
+	bytes, sumN, sumN2 := make([]float64, len(ws)), make([]float64, len(ws)), make([]float64, len(ws))
+	for i, w := range ws {
+		from[i], bytes[i], sumN[i], sumN2[i] = w.From.UTC().Format(time.TimeOnly), w.Bytes, w.SumN, w.SumN2
+	}
+	h.cfg.Log.Info().Str("function", fn).Bool("fitted", g.Fitted).Float64("exponent", g.Exponent).Float64("stderr", g.StdErr).
+		Strs("from", from).Floats64("bytes", bytes).Floats64("sum_n", sumN).Floats64("sum_n2", sumN2).Msg("growth fit's delta windows")
+}
+
 // NoLengths says why a growth fit has no stream counts at all.
-const NoLengths = "no delta holds the gateway's stream counts (" + heapdelta.LengthHistogram + "_sum and " + heapdelta.LengthSquares +
+const NoLengths = "no delta holds the gateway's stream counts (" + heapdelta.EventsCounter + " and " + heapdelta.LengthSquares +
 	" on the /metrics beside -profile-url, read around each delta): a gateway older than this pager, or a listener that serves no /metrics"
 
 // afterScrape is how long past the after-view's minute the pager waits

@@ -125,8 +125,6 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 	prom.Set("ratio_rate2m{", "9.8")              // the slow pair fired
 	prom.Set("ratio_rate4m{", "8.1")              //
 	prom.Set("time_period", "0.4166666666666667") // 10 h
-	prom.Set("gateway_stream_length_events_sum", "1000")
-	prom.Set("gateway_stream_length_events_squared_total", "1e6")
 	start := time.Now().Add(-2 * time.Minute).UTC().Truncate(time.Second)
 	// Two series of exemplars: r15 twice, the slowest 1.7 s.
 	var a, b []promfactstest.Exemplar
@@ -322,6 +320,10 @@ func testGrowth(t *testing.T, start time.Time, burnSince time.Duration) {
 	if g == nil || !g.Fitted || g.Function != appendFn || math.Abs(g.Exponent-2) > 0.01 || g.R2 < 0.99 || g.Windows != 8 || math.Abs(g.Spread-4) > 0.01 ||
 		!strings.HasPrefix(g.Words, "transcript.(*Baseline).Append: bytes per stream grow as n^2.0 with the stream's length (± 0.00, R² 1.00 over 8 delta windows): quadratic") {
 		t.Fatalf("growth %+v", g)
+	}
+	// The log holds the points the fit read, so a verdict can be checked.
+	if logs := p.logs.String(); !strings.Contains(logs, `"sum_n":[1000,1000,1000,1000,2000,2000,2000,2000]`) || !strings.Contains(logs, `"bytes":[10000000,`) {
+		t.Errorf("log holds no fit's windows:\n%s", logs)
 	}
 	for _, q := range prom.Asked() {
 		if strings.Contains(q.Query, "gateway_stream_length_events") {

@@ -162,8 +162,8 @@ type Growth struct {
 	StdErr   float64 `json:"std_err,omitempty"`
 	R2       float64 `json:"r2,omitempty"`
 	// Windows is how many delta windows the fit read, Spread how many
-	// times their largest length-weighted mean length (Σn²/Σn) is their
-	// smallest.
+	// times their largest mean place of an event, Σ(2i-1)/Σ1 (over whole
+	// streams Σn²/Σn, the length-weighted mean length), is their smallest.
 	Windows int     `json:"windows"`
 	Spread  float64 `json:"spread,omitempty"`
 	Words   string  `json:"words,omitempty"`

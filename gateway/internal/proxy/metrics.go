@@ -39,7 +39,7 @@ type Metrics struct {
 	ttft        *prometheus.HistogramVec
 	events      prometheus.Counter
 	lengths     prometheus.Histogram
-	squares     prometheus.Counter
+	places      prometheus.Counter
 	tokens      *prometheus.CounterVec
 	rejections  *prometheus.CounterVec
 	redactions  *prometheus.CounterVec
@@ -62,15 +62,18 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 			Help:    "Time from a request being accepted to its first token forwarded.",
 			Buckets: slo.TTFTBuckets,
 		}, []string{"route", "traffic"}),
-		// The events and their squares let the pager fit how a function's
+		// The events and their places let the pager fit how a function's
 		// bytes per stream grow with the stream's length n from production
 		// data (heapdelta.FitGrowth). Both count as the stream goes, each
 		// time it waits on the upstream, not when it ends: a function
 		// allocates as the events arrive, and a long stream's bytes fall
 		// in the delta profile's window they were allocated in, so its
-		// events must too. Counted at the end, a stream that began before
-		// a window put all its length in the window and only part of its
-		// bytes, which scattered a live fit's points by ±25 %.
+		// events must too. Counted at the end (as the squares of lengths
+		// this counter replaces were), a stream that began before a window
+		// put all its length in the window and only part of its bytes,
+		// which scattered a live fit's points by up to 27 %. The new name
+		// keeps a pager and a gateway of different ages from reading one
+		// meaning as the other: each finds no series, and says so.
 		events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gateway_stream_events_total",
 			Help: "SSE data events forwarded to clients, counted as they are forwarded.",
@@ -80,9 +83,9 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 			Help:    "SSE data events a stream forwarded, observed once it ended, every stream alike (the heap profiles count every stream's bytes).",
 			Buckets: prometheus.ExponentialBuckets(64, 2, 11), // 64 … 65,536
 		}),
-		squares: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "gateway_stream_length_events_squared_total",
-			Help: "The sum over streams of the square of their events, counted as they are forwarded: a stream's i-th event adds 2i-1, so a stream of n events has added n² when it ends.",
+		places: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gateway_stream_event_places_total",
+			Help: "The sum over forwarded events of 2i-1, i being the event's place in its stream (1 for the first), counted as they are forwarded: a stream of n events has added n² when it ends.",
 		}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gateway_tokens_total",
@@ -110,7 +113,7 @@ func NewMetrics(reg prometheus.Registerer, variant, version string, tenants []st
 		Help: "Always 1; the variant (baseline or fixed transcript parser) and version this binary was built with.",
 	}, []string{"variant", "version"})
 	buildInfo.WithLabelValues(variant, version).Set(1)
-	reg.MustRegister(m.duration, m.ttft, m.events, m.lengths, m.squares, m.tokens, m.rejections, m.redactions, m.upstreamErr, m.inFlight, buildInfo)
+	reg.MustRegister(m.duration, m.ttft, m.events, m.lengths, m.places, m.tokens, m.rejections, m.redactions, m.upstreamErr, m.inFlight, buildInfo)
 	for _, t := range tenants {
 		m.tokens.WithLabelValues(t)
 		for _, l := range []string{limitTokens, limitStreams} {

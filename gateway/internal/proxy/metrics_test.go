@@ -123,7 +123,7 @@ func TestAProbeTenantsStreamsAreLabelledProbe(t *testing.T) {
 }
 
 // Each ended stream has added its event count to the length histogram
-// and its square to the squares: streams of 1, 2 and 3 chunks and their [DONE]
+// and its square to the places: streams of 1, 2 and 3 chunks and their [DONE]
 // (2, 3 and 4 events) make Σn 9 and Σn² 29.
 func TestStreamLengthsAndTheirSquaresAreSummed(t *testing.T) {
 	var served atomic.Int64
@@ -139,7 +139,7 @@ func TestStreamLengthsAndTheirSquaresAreSummed(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	if got := testutil.ToFloat64(l.m.squares); got != 29 {
+	if got := testutil.ToFloat64(l.m.places); got != 29 {
 		t.Errorf("Σn² = %v, want 4+9+16 = 29", got)
 	}
 	mfs, err := l.reg.Gather()
@@ -157,56 +157,77 @@ func TestStreamLengthsAndTheirSquaresAreSummed(t *testing.T) {
 	t.Error("no gateway_stream_length_events")
 }
 
-// A stream's events and their squares are counted as it goes, not when it
-// ends: while the upstream pauses, what was forwarded is counted already,
-// and by the end a stream of n events has added n events and n².
+// A stream's events and their places are counted as it goes, not when it
+// ends: at each of the upstream's two pauses, what was forwarded is
+// counted already, n events and Σ(2i-1) = n², and by the end a stream of
+// n events has added n and n².
 func TestEventsAreCountedAsTheyAreForwarded(t *testing.T) {
-	paused, resume := make(chan struct{}), make(chan struct{})
+	const pauses = 2
+	var paused, resume [pauses]chan struct{}
+	for i := range pauses {
+		paused[i], resume[i] = make(chan struct{}), make(chan struct{})
+	}
 	l := newLab(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		for i := range 3 {
-			io.WriteString(w, chunkLine(fmt.Sprintf(" t%d", i))+"\n\n")
-		}
-		w.(http.Flusher).Flush()
-		close(paused)
-		select {
-		case <-resume:
-		case <-r.Context().Done():
+		for p := range pauses {
+			for i := range 3 {
+				io.WriteString(w, chunkLine(fmt.Sprintf(" t%d.%d", p, i))+"\n\n")
+			}
+			w.(http.Flusher).Flush()
+			close(paused[p])
+			select {
+			case <-resume[p]:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		io.WriteString(w, chunkLine(" end")+"\n\ndata: [DONE]\n\n")
-	})
+	}, func(c *Config) { c.IdleTimeout = time.Minute }) // the pauses are the test's, not an idle upstream
 	resp := l.post(t, "k-acme", `{"model":"m","stream":true,"messages":[]}`)
-	<-paused
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
 	rd := bufio.NewReader(resp.Body)
-	for read := 0; read < 2; {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			t.Fatalf("after %d events: %v", read, err)
+	read, counted := 0, 0.0
+	for p := range pauses {
+		select {
+		case <-paused[p]:
+		case <-time.After(time.Minute):
+			t.Fatalf("the upstream never reached pause %d", p)
 		}
-		if strings.HasPrefix(line, "data: ") {
-			read++
+		// Read two more events: the gateway counts before it
+		// waits on the upstream and writes to the client after, so
+		// what was read is counted.
+		for want := read + 2; read < want; {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("after %d events: %v", read, err)
+			}
+			if strings.HasPrefix(line, "data: ") {
+				read++
+			}
 		}
+		n, sq := testutil.ToFloat64(l.m.events), testutil.ToFloat64(l.m.places)
+		if n < float64(read) || n <= counted || sq != n*n || histogramSamples(t, l.reg, "gateway_stream_length_events") != 0 {
+			t.Errorf("pause %d: %v events, Σ(2i-1) %v, want at least the %d read, more than %v before, n², and no ended stream", p, n, sq, read, counted)
+		}
+		counted = n
+		close(resume[p])
 	}
-	// The gateway counts before it waits on the upstream, and writes to
-	// the client after: the two events read are counted.
-	mid, sq := testutil.ToFloat64(l.m.events), testutil.ToFloat64(l.m.squares)
-	if mid < 2 || sq != mid*mid || histogramSamples(t, l.reg, "gateway_stream_length_events") != 0 {
-		t.Errorf("mid-stream: %v events, Σ(2i-1) %v, want at least 2 and their square, and no ended stream", mid, sq)
-	}
-	close(resume)
 	rest, err := io.ReadAll(rd)
 	if err != nil || !strings.Contains(string(rest), "[DONE]") {
 		t.Fatalf("%v %q", err, rest)
 	}
 	resp.Body.Close()
 	// record runs after the client has its last byte.
-	deadline := time.Now().Add(10 * time.Second)
-	for histogramSamples(t, l.reg, "gateway_stream_length_events") == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(time.Minute); histogramSamples(t, l.reg, "gateway_stream_length_events") == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream was never recorded")
+		}
 	}
-	n, sq := testutil.ToFloat64(l.m.events), testutil.ToFloat64(l.m.squares)
-	if n <= mid || sq != n*n {
-		t.Errorf("ended: %v events, Σ(2i-1) %v, want more than %v and n² = %v", n, sq, mid, n*n)
+	n, sq := testutil.ToFloat64(l.m.events), testutil.ToFloat64(l.m.places)
+	if n <= counted || sq != n*n {
+		t.Errorf("ended: %v events, Σ(2i-1) %v, want more than %v and n² = %v", n, sq, counted, n*n)
 	}
 }
 

@@ -38,7 +38,7 @@ type Window struct {
 
 // What FitGrowth needs before it says anything.
 const (
-	// MinWindows is the fewest windows with streams and the function's
+	// MinWindows is the fewest windows with events and the function's
 	// bytes: a line through three points says little.
 	MinWindows = 4
 	// MinSpread is the least ratio of the largest mean place (SumN2/SumN)

@@ -13,12 +13,12 @@ import (
 )
 
 // The gateway's counters the growth fit reads (gateway/internal/proxy):
-// the events it forwarded, and the squares of its streams' lengths, to
-// which a stream's i-th event adds 2i-1 (so a stream of n events adds n²).
-// Both count as the streams go, within a read of the upstream.
+// the events it forwarded, and their places, to which a stream's i-th
+// event adds 2i-1 (so a stream of n events adds n²). Both count as the
+// streams go, within a read of the upstream.
 const (
 	EventsCounter = "gateway_stream_events_total"
-	LengthSquares = "gateway_stream_length_events_squared_total"
+	EventPlaces   = "gateway_stream_event_places_total"
 )
 
 // Lengths are what the gateway forwarded in a delta's window, read from
@@ -75,7 +75,7 @@ func readLengths(ctx context.Context, client *http.Client, u string) (l Lengths,
 	if err != nil {
 		return l, false, fmt.Errorf("reading %s: %w", u, err)
 	}
-	ev, sq := families[EventsCounter], families[LengthSquares]
+	ev, sq := families[EventsCounter], families[EventPlaces]
 	if ev == nil || sq == nil {
 		return l, false, nil
 	}

@@ -335,7 +335,7 @@ func TestDeltasCarryWhatTheGatewayForwardedInThem(t *testing.T) {
 			switch metrics {
 			case "ok":
 				fmt.Fprintf(w, "# TYPE %[1]s counter\n%[1]s %[2]g\n# TYPE %[3]s counter\n%[3]s %[4]g\n# TYPE gateway_stream_length_events histogram\ngateway_stream_length_events_bucket{le=\"+Inf\"} 3\ngateway_stream_length_events_sum 99\ngateway_stream_length_events_count 3\n",
-					EventsCounter, sumN, LengthSquares, sumN*sumN)
+					EventsCounter, sumN, EventPlaces, sumN*sumN)
 			case "missing":
 				fmt.Fprintln(w, "# TYPE other_total counter\nother_total 1")
 			case "hanging":

@@ -42,7 +42,7 @@ func (h *Handler) readFacts(a store.Accepted) {
 		f.Errors = append(f.Errors, "the heap: "+f.Heap.Error)
 	}
 	if fn := h.growthFunction(f.Heap, a.Alert.StartsAt); fn != "" {
-		f.Heap.Growth = h.growth(fn)
+		f.Heap.Growth = h.growth(a.Incident, fn)
 		if g := f.Heap.Growth; g.Error != "" {
 			f.Errors = append(f.Errors, "the growth: "+g.Error)
 		}
@@ -114,7 +114,7 @@ func (h *Handler) growthFunction(c *incident.HeapChange, fired time.Time) string
 // substitute: its increase over a 10 s window scraped every 5 s put a
 // long stream in the next window as often as in its own, and that noise
 // fitted the baseline's quadratic Append as n^1.2, "linear".
-func (h *Handler) growth(fn string) *incident.Growth {
+func (h *Handler) growth(id, fn string) *incident.Growth {
 	var ws []heapdelta.Window
 	for _, s := range h.cfg.Deltas.Samples() {
 		if s.Lengths == nil {
@@ -130,25 +130,32 @@ func (h *Handler) growth(fn string) *incident.Growth {
 		return &incident.Growth{Function: fn, Error: NoLengths}
 	}
 	g := heapdelta.FitGrowth(fn, ws)
-	h.logWindows(fn, ws, g)
+	h.logWindows(id, fn, ws, g)
 	return &incident.Growth{Function: fn, Fitted: g.Fitted, Exponent: g.Exponent, StdErr: g.StdErr, R2: g.R2, Windows: g.Windows, Spread: g.Spread, Words: g.Words}
 }
 
-// logWindows logs the points a growth fit read, one line per fit, so an
-// operator can see why a verdict was or was not given (a window with few
-// streams, an outlier) without the pager's memory.
-func (h *Handler) logWindows(fn string, ws []heapdelta.Window, g heapdelta.Growth) {
+// logWindows logs the windows a growth fit was given, one line per fit,
+// so an operator can see why a verdict was or was not given (an outlier, a
+// window without the function's bytes, which the fit leaves out) without
+// the pager's memory. At most the newest maxLoggedWindows, about 70
+// bytes each, keep the line within what log shippers take whole.
+func (h *Handler) logWindows(id, fn string, ws []heapdelta.Window, g heapdelta.Growth) {
+	ws = ws[max(0, len(ws)-maxLoggedWindows):]
 	from := make([]string, len(ws))
 	bytes, sumN, sumN2 := make([]float64, len(ws)), make([]float64, len(ws)), make([]float64, len(ws))
 	for i, w := range ws {
-		from[i], bytes[i], sumN[i], sumN2[i] = w.From.UTC().Format(time.TimeOnly), w.Bytes, w.SumN, w.SumN2
+		from[i], bytes[i], sumN[i], sumN2[i] = w.From.UTC().Format(time.RFC3339), w.Bytes, w.SumN, w.SumN2
 	}
-	h.cfg.Log.Info().Str("function", fn).Bool("fitted", g.Fitted).Float64("exponent", g.Exponent).Float64("stderr", g.StdErr).
-		Strs("from", from).Floats64("bytes", bytes).Floats64("sum_n", sumN).Floats64("sum_n2", sumN2).Msg("growth fit's delta windows")
+	h.cfg.Log.Info().Str("incident", id).Str("function", fn).Bool("fitted", g.Fitted).Float64("exponent", g.Exponent).Float64("stderr", g.StdErr).
+		Int("windows_fitted", g.Windows).Float64("spread", g.Spread).Strs("from", from).Floats64("bytes", bytes).Floats64("sum_n", sumN).Floats64("sum_n2", sumN2).Msg("growth fit's delta windows")
 }
 
+// maxLoggedWindows bounds the windows logWindows logs: 100 windows make a
+// line of about 8 KB, under the 16 KB at which Docker splits a line.
+const maxLoggedWindows = 100
+
 // NoLengths says why a growth fit has no stream counts at all.
-const NoLengths = "no delta holds the gateway's stream counts (" + heapdelta.EventsCounter + " and " + heapdelta.LengthSquares +
+const NoLengths = "no delta holds the gateway's stream counts (" + heapdelta.EventsCounter + " and " + heapdelta.EventPlaces +
 	" on the /metrics beside -profile-url, read around each delta): a gateway older than this pager, or a listener that serves no /metrics"
 
 // afterScrape is how long past the after-view's minute the pager waits

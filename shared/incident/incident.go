@@ -22,6 +22,21 @@ type Profile struct {
 	// TakenAt is when the capture finished; a journal written before it
 	// existed gets the time of its record.
 	TakenAt time.Time `json:"taken_at,omitzero"`
+	// Rule is the pager config's rule that chose the processes profiled.
+	Rule string `json:"rule,omitempty"`
+	// Instances are the processes profiled, each with its own top or why
+	// it has none, when the rule found them through Prometheus or named
+	// several: the profile above is their merge.
+	Instances []InstanceProfile `json:"instances,omitempty"`
+}
+
+// InstanceProfile is one process's part of a page's profile.
+type InstanceProfile struct {
+	Instance string     `json:"instance"`
+	URL      string     `json:"url"`
+	Total    int64      `json:"total_bytes,omitempty"`
+	Top      []TopEntry `json:"top,omitempty"`
+	Error    string     `json:"error,omitempty"`
 }
 
 // TopEntry is one function's flat alloc_space.

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -114,6 +116,49 @@ func TestValidateNamesEveryBadFlag(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "-alertmanager-urls") {
 		t.Errorf("Validate names a flag that is right: %v", err)
+	}
+}
+
+// -targets is read and checked at start: a file that is wrong, or that
+// needs what the other flags leave out, stops the pager with its reason.
+func TestValidateChecksThePagerConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	jobs := write("jobs.yml", "rules:\n  - {name: provider, jobs: [provider], sampled: true}\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-targets", write("bad.yml", "rules:\n  - name: a\n    job: [x]\n")}, "bad.yml: yaml: unmarshal errors:\n  line 3: field job not found"},
+		{[]string{"-targets", jobs, "-prometheus-url", ""}, "rules with jobs find their processes through Prometheus, and -prometheus-url is empty"},
+		{[]string{"-targets", jobs, "-profile-url", ""}, `rule "provider" is sampled, and -profile-url, the delta sampler's process, is empty`},
+		{[]string{"-targets", filepath.Join(dir, "none.yml")}, "none.yml: no such file"},
+	} {
+		fs := flag.NewFlagSet("pager", flag.ContinueOnError)
+		var o options
+		o.register(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.Validate(); err == nil || !strings.Contains(err.Error(), "-targets") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want an error saying %q", tc.args, err, tc.want)
+		}
+	}
+	fs := flag.NewFlagSet("pager", flag.ContinueOnError)
+	var o options
+	o.register(fs)
+	if err := fs.Parse([]string{"-targets", jobs}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.Validate()
+	if err != nil || cfg.Webhook.Targets == nil || cfg.Webhook.Targets.Rules[0].Name != "provider" {
+		t.Errorf("a good config: %+v %v", cfg.Webhook.Targets, err)
 	}
 }
 

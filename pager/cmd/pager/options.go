@@ -11,6 +11,7 @@ import (
 	"burnlab/pager/internal/pager"
 	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
+	"burnlab/pager/internal/targets"
 	"burnlab/pager/internal/webhook"
 	"burnlab/shared/service"
 )
@@ -21,6 +22,7 @@ var envs = map[string]string{
 	"listen":              "PAGER_LISTEN",
 	"data":                "PAGER_DATA",
 	"profile-url":         "PAGER_PROFILE_URL",
+	"targets":             "PAGER_TARGETS",
 	"trace-url":           "PAGER_TRACE_URL",
 	"profile-window":      "PAGER_PROFILE_WINDOW",
 	"profile-concurrency": "PAGER_PROFILE_CONCURRENCY",
@@ -42,6 +44,7 @@ var envs = map[string]string{
 type options struct {
 	listen, data, logLevel  string
 	profileURL, traceURL    string
+	targets                 string
 	profileWindow           time.Duration
 	profileConcurrency      int
 	retention               time.Duration
@@ -58,6 +61,8 @@ func (o *options) register(fs *flag.FlagSet) {
 		"because whoever reaches it can post pages (unless -token is set) and read incidents and profiles (:5001 in a container)")
 	fs.StringVar(&o.data, "data", "pager-data", "directory of the notification journal and captured profiles")
 	fs.StringVar(&o.profileURL, "profile-url", "http://gateway:6060/debug/pprof/allocs", "heap profile to capture when a page fires ('' to disable)")
+	fs.StringVar(&o.targets, "targets", "", "pager config (YAML) mapping alerts to the processes to profile, found through Prometheus's scrape targets (docs/pager.md); "+
+		"without it every alert profiles -profile-url, and with it -profile-url is only the delta sampler's")
 	fs.StringVar(&o.traceURL, "trace-url", "http://gateway:6060"+service.FlightRecorderPath, "flight-recorder snapshot to take with each profile: the gateway's last seconds of execution trace, "+
 		"split into where its slowest requests' time went ('' to disable)")
 	fs.DurationVar(&o.profileWindow, "profile-window", webhook.DefaultProfileWindow, "one profile fetch serves every page within this window, and no second fetch starts in it, "+
@@ -113,6 +118,19 @@ func (o *options) Validate() (pager.Config, error) {
 			errs = append(errs, fmt.Errorf("-prometheus-url: %w", err))
 		}
 	}
+	var rules *targets.Config
+	if o.targets != "" {
+		c, err := targets.Load(o.targets)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("-targets: %w", err))
+		case c.NeedsPrometheus() && prom == nil:
+			errs = append(errs, fmt.Errorf("-targets %s: its rules with jobs find their processes through Prometheus, and -prometheus-url is empty", o.targets))
+		case c.Sampled() != nil && o.profileURL == "":
+			errs = append(errs, fmt.Errorf("-targets %s: rule %q is sampled, and -profile-url, the delta sampler's process, is empty", o.targets, c.Sampled().Name))
+		}
+		rules = &c
+	}
 	alertmanagers, err := webhook.ParseAlertmanagers(o.alertmanagerURLs)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("-alertmanager-urls: %w", err))
@@ -121,7 +139,8 @@ func (o *options) Validate() (pager.Config, error) {
 		Listen: o.listen, Data: o.data, PrometheusURL: o.prometheusURL,
 		Store: store.Options{Retention: o.retention, MaxResolved: o.maxResolved},
 		Webhook: webhook.Config{Token: o.token, ProfileURL: o.profileURL, TraceURL: o.traceURL, ExternalURL: o.externalURL,
-			ProfileWindow: o.profileWindow, MaxFetches: o.profileConcurrency, Prometheus: prom, GCJob: o.gcJob, Alertmanagers: alertmanagers},
+			ProfileWindow: o.profileWindow, MaxFetches: o.profileConcurrency, Prometheus: prom, GCJob: o.gcJob, Alertmanagers: alertmanagers,
+			Targets: rules},
 		Deltas: deltas,
 	}
 	return cfg, errors.Join(errs...)

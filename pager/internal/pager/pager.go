@@ -63,7 +63,11 @@ func Run(ctx context.Context, cfg Config) error {
 		compacted(c)
 	}
 	wh := cfg.Webhook
-	log.Info().Str("data", cfg.Data).Int("incidents", st.Len()).Str("profile_url", wh.ProfileURL).Str("trace_url", wh.TraceURL).
+	ev := log.Info()
+	if wh.Targets != nil {
+		ev = ev.Str("targets", wh.Targets.File()).Int("rules", len(wh.Targets.Rules))
+	}
+	ev.Str("data", cfg.Data).Int("incidents", st.Len()).Str("profile_url", wh.ProfileURL).Str("trace_url", wh.TraceURL).
 		Dur("profile_window", wh.ProfileWindow).Int("profile_concurrency", wh.MaxFetches).
 		Str("prometheus_url", cfg.PrometheusURL).Strs("alertmanagers", wh.Alertmanagers).
 		Int("delta_seconds", cfg.Deltas.Seconds).Dur("delta_every", cfg.Deltas.Every).Msg("starting")
@@ -74,7 +78,10 @@ func Run(ctx context.Context, cfg Config) error {
 	samplerCtx, stopSampler := context.WithCancel(ctx)
 	var sampling sync.WaitGroup
 	defer func() { stopSampler(); sampling.Wait() }()
-	if wh.ProfileURL != "" {
+	if wh.Prometheus != nil {
+		wh.Discovery = wh.Prometheus
+	}
+	if wh.ProfileURL != "" && (wh.Targets == nil || wh.Targets.Sampled() != nil) {
 		deltas := cfg.Deltas
 		deltas.Log = log
 		sampler := heapdelta.New(deltas, reg)

@@ -71,6 +71,10 @@ func New(rawURL string, hc *http.Client) (*Client, error) {
 	return &Client{api: v1.NewAPI(c), url: rawURL}, nil
 }
 
+// Targets lists Prometheus's scrape targets (targets.Discovery): the
+// pager config's rules find the processes of their jobs in it.
+func (c *Client) Targets(ctx context.Context) (v1.TargetsResult, error) { return c.api.Targets(ctx) }
+
 // URL is the Prometheus the Client reads.
 func (c *Client) URL() string { return c.url }
 

@@ -407,3 +407,35 @@ func TestIndexIsPagedAndFiltered(t *testing.T) {
 		}
 	}
 }
+
+// A profile merged from several processes names its rule and shows each
+// process's own top, and why one that failed has none; so does a capture
+// that failed on every process.
+func TestAMergedProfileShowsEachProcess(t *testing.T) {
+	u := newUI(t, 0)
+	start := time.Now().Add(-time.Minute).Truncate(time.Second)
+	a, b := u.page(fp1, start, nil), u.page(fp2, start, nil)
+	merged := incident.Profile{Rule: "provider", Total: 2048, TakenAt: time.Now(),
+		Top: []incident.TopEntry{{Function: "provider.render", Flat: 2048, FlatPct: 100}},
+		Instances: []incident.InstanceProfile{
+			{Instance: "provider-0", URL: "http://10.0.0.1:6061/debug/pprof/allocs", Total: 2048, Top: []incident.TopEntry{{Function: "provider.render", Flat: 2048, FlatPct: 100}}},
+			{Instance: "provider-1", URL: "http://10.0.0.2:6061/debug/pprof/allocs", Error: "fetching http://10.0.0.2:6061/debug/pprof/allocs: 404 Not Found"},
+		}}
+	if err := u.st.AddProfile(a, merged, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	failed := incident.Profile{Rule: "provider", Error: "no process's profile came", TakenAt: time.Now(), Instances: merged.Instances[1:]}
+	if err := u.st.AddProfile(b, failed, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	page := u.get("/incidents/"+a, 200)
+	for _, want := range []string{"the 2 processes of the pager config's rule <code>provider</code>, merged", "<code>provider-0</code>",
+		"Not profiled: fetching http://10.0.0.2:6061/debug/pprof/allocs: 404 Not Found"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the merged profile's page does not say %q", want)
+		}
+	}
+	if page := u.get("/incidents/"+b, 200); !strings.Contains(page, "The capture failed: no process&#39;s profile came") || !strings.Contains(page, "<code>provider-1</code>") {
+		t.Errorf("a capture failed on every process does not name them:\n%s", page)
+	}
+}

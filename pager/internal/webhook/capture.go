@@ -2,14 +2,14 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
 	"path"
 	"time"
 
 	"burnlab/pager/internal/store"
+	"burnlab/pager/internal/targets"
 	"burnlab/shared/incident"
-	"burnlab/shared/pproftop"
 )
 
 // capture is what an alert of a notification starts: the page-time
@@ -29,7 +29,7 @@ type capture struct {
 // and, the page having no profile yet, take none after.
 func (h *Handler) register(accepted []store.Accepted) []capture {
 	out := make([]capture, len(accepted))
-	if h.cfg.ProfileURL == "" {
+	if len(h.rules.Rules) == 0 {
 		return out
 	}
 	for i, a := range accepted {
@@ -59,48 +59,54 @@ func profileName(a store.Alert, suffix string) (string, error) {
 	return fmt.Sprintf("%s-%d%s.pb.gz", a.Fingerprint, a.StartsAt.Unix(), suffix), nil
 }
 
-// A shot is one fetch of the gateway's heap profile, shared by every
-// capture it serves. A capture asked for at time t is served by the newest
+// A shot is one fetch of the heap profiles of a rule's processes (see
+// package targets), shared by every capture of that rule it serves. A capture asked for at time t is served by the newest
 // shot if that starts no earlier than t, or, for a page-time profile, no
 // earlier than one window before t: allocations counted since the
 // gateway's process started change little within a window. A profile after
 // a resolve must be taken after it, so it never takes an older shot.
 // Otherwise a new shot is made; it starts at t, or, within the window of the
-// newest, once that window ends. So at most one fetch starts per window,
-// however many pages and resolves arrive, and a storm's captures cost the
-// gateway one profile each window.
+// newest, once that window ends. So at most one fetch per rule starts per
+// window, however many pages and resolves arrive, and a storm's captures
+// cost each process one profile each window.
 type shot struct {
 	at   time.Time // when its fetch starts
 	name string    // its file, named after the capture that made it
 	kind string    // "page" or "after": that capture's
+	rule *targets.Rule
 	done chan struct{}
 	p    incident.Profile // set before done is closed
 }
 
 // join returns the shot that serves a capture for a at now, making one if
-// none does.
+// none does. An alert that no rule takes, or whose file cannot be named,
+// gets a shot that is done already and says why.
 func (h *Handler) join(a store.Accepted, kind string, now time.Time) *shot {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	window := h.cfg.ProfileWindow
-	if l := h.last; l != nil && (!l.at.Before(now) || kind == "page" && now.Sub(l.at) < window) {
-		return l
-	}
 	s := &shot{at: now, kind: kind, done: make(chan struct{})}
-	if l := h.last; l != nil && now.Sub(l.at) < window {
-		s.at = l.at.Add(window)
-	}
 	suffix := ""
 	if kind == "after" {
 		suffix = "-after"
 	}
-	name, err := profileName(a.Alert, suffix)
+	rule, err := h.rules.Match(a.Alert.Labels)
+	if err == nil {
+		s.name, err = profileName(a.Alert, suffix)
+	}
 	if err != nil {
 		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now()}
 		close(s.done)
 		return s
 	}
-	s.name, h.last = name, s
+	window := h.cfg.ProfileWindow
+	last := h.last[rule.Name]
+	if l := last; l != nil && (!l.at.Before(now) || kind == "page" && now.Sub(l.at) < window) {
+		return l
+	}
+	if l := last; l != nil && now.Sub(l.at) < window {
+		s.at = l.at.Add(window)
+	}
+	s.rule, h.last[rule.Name] = rule, s
 	h.captures.Go(func() { h.take(s, a.Incident) })
 	return s
 }
@@ -119,15 +125,13 @@ func (h *Handler) take(s *shot, by string) {
 		s.p = incident.Profile{Error: "the pager stopped before the capture's turn came", TakenAt: time.Now()}
 		return
 	}
-	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
-	defer cancel()
-	p, err := h.fetch(ctx, s.name)
+	p, err := h.fetch(s.rule, s.name)
 	var tr *incident.Trace
-	if h.cfg.TraceURL != "" {
+	if s.rule.TraceURL != "" {
 		// Right after the profile, on a timeout of its own: the two
 		// look at the same seconds, and one failing keeps the other.
 		tctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
-		tr = h.snapshot(tctx, s.name)
+		tr = h.snapshot(tctx, s.rule.TraceURL, s.name)
 		cancel()
 		if tr.Error != "" {
 			h.cfg.Log.Error().Str("error", tr.Error).Str("incident", by).Str("when", s.kind).Msg("flight-recorder snapshot not taken or not split")
@@ -136,7 +140,7 @@ func (h *Handler) take(s *shot, by string) {
 	if err != nil {
 		h.fetches.WithLabelValues("error").Inc()
 		h.cfg.Log.Error().Err(err).Str("incident", by).Str("when", s.kind).Msg("profile capture failed")
-		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now(), Trace: tr}
+		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now(), Trace: tr, Rule: s.rule.Name, Instances: p.Instances}
 		return
 	}
 	p.Trace = tr
@@ -145,7 +149,16 @@ func (h *Handler) take(s *shot, by string) {
 	if s.kind == "after" {
 		msg, ev = "PROFILE top alloc_space after resolve", h.cfg.Log.Info()
 	}
-	ev = ev.Str("incident", by).Int64("total_bytes", p.Total).Str("file", p.File)
+	ev = ev.Str("incident", by).Str("rule", p.Rule).Int64("total_bytes", p.Total).Str("file", p.File)
+	if n := len(p.Instances); n > 0 {
+		ok := 0
+		for _, in := range p.Instances {
+			if in.Error == "" {
+				ok++
+			}
+		}
+		ev = ev.Int("instances", n).Int("instances_failed", n-ok)
+	}
 	for i, e := range p.Top[:min(3, len(p.Top))] {
 		ev = ev.Str(fmt.Sprintf("top%d", i+1), fmt.Sprintf("%s %.1f%%", e.Function, e.FlatPct))
 	}
@@ -194,34 +207,33 @@ func (h *Handler) captureAfter(a store.Accepted) {
 	h.record(a, "after", h.join(a, "after", h.clock.Now()))
 }
 
-// fetch reads the gateway's profile, summarises it and stores it as name.
-func (h *Handler) fetch(ctx context.Context, name string) (incident.Profile, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.ProfileURL, nil)
+// fetch profiles the processes of rule r (targets.Resolve: through
+// Prometheus's discovery, or its static URLs), merges what came
+// (targets.Fetch), and stores the merge as name. Listing the processes
+// takes at most the profile timeout, and so does each process's fetch. The
+// profile names each process, with its own top or why it has none, when
+// the rule found them through Prometheus or lists several.
+func (h *Handler) fetch(r *targets.Rule, name string) (incident.Profile, error) {
+	p := incident.Profile{Rule: r.Name}
+	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
+	ts, err := targets.Resolve(ctx, h.cfg.Discovery, r)
+	cancel()
 	if err != nil {
-		return incident.Profile{}, err
+		return p, err
 	}
-	resp, err := h.cfg.Client.Do(req)
+	got, err := targets.Fetch(h.captureCtx, h.cfg.Client, ts, r.Concurrency, h.cfg.ProfileTimeout)
+	if len(r.Jobs) > 0 || len(ts) > 1 {
+		p.Instances = got.Instances
+	}
 	if err != nil {
-		return incident.Profile{}, fmt.Errorf("fetching %s: %w", h.cfg.ProfileURL, err)
+		if len(ts) == 1 {
+			err = errors.New(got.Instances[0].Error)
+		}
+		return p, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return incident.Profile{}, fmt.Errorf("fetching %s: %s", h.cfg.ProfileURL, resp.Status)
+	if err := h.cfg.Store.SaveProfile(name, got.Raw); err != nil {
+		return p, fmt.Errorf("storing profile: %w", err)
 	}
-	raw, prof, err := pproftop.Read(resp.Body, pproftop.MaxBytes)
-	if err != nil {
-		return incident.Profile{}, fmt.Errorf("reading %s: %w", h.cfg.ProfileURL, err)
-	}
-	top, total, err := pproftop.Top(prof, "alloc_space", 10)
-	if err != nil {
-		return incident.Profile{}, err
-	}
-	if err := h.cfg.Store.SaveProfile(name, raw); err != nil {
-		return incident.Profile{}, fmt.Errorf("storing profile: %w", err)
-	}
-	p := incident.Profile{File: path.Join(store.ProfilesDir, name), Total: total, TakenAt: time.Now()}
-	for _, e := range top {
-		p.Top = append(p.Top, incident.TopEntry{Function: e.Function, Flat: e.Flat, FlatPct: e.FlatPct})
-	}
+	p.File, p.Total, p.Top, p.TakenAt = path.Join(store.ProfilesDir, name), got.Total, got.Top, time.Now()
 	return p, nil
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"time"
 
@@ -23,26 +24,57 @@ type Deltas interface {
 	Samples() []heapdelta.Sample
 }
 
+// process is what a page's facts read of the process its alert's rule
+// profiles: gcJob, the Prometheus job of its garbage collector ("" for
+// none), and deltas, the delta sampler's profiles when the sampler samples
+// that process, else nil and noDeltas says why.
+type process struct {
+	gcJob    string
+	deltas   Deltas
+	noDeltas string
+}
+
+// process finds the process of an alert. Without a config file every
+// alert's process is the one the flags name, as it always was. With one,
+// an alert's rule says: the delta sampler samples one rule's process
+// (targets.Rule.Sampled), and another rule's page is not compared on it.
+func (h *Handler) process(labels map[string]string) process {
+	p := process{gcJob: h.cfg.GCJob, deltas: h.cfg.Deltas, noDeltas: "the pager runs without -profile-url: no delta heap profiles to compare"}
+	if h.cfg.Targets == nil {
+		return p
+	}
+	r, err := h.rules.Match(labels)
+	if err != nil {
+		return process{noDeltas: err.Error()}
+	}
+	p.gcJob = r.GCJob
+	if !r.Sampled {
+		p.deltas, p.noDeltas = nil, fmt.Sprintf("the delta sampler does not sample the processes of rule %q (no `sampled: true`): no delta heap profiles of theirs to compare", r.Name)
+	}
+	return p
+}
+
 // readFacts reads a new page's or ticket's facts (incident.Facts) and journals them.
 // It runs beside the webhook, tracked by h.captures: a slow or dead
 // Prometheus never delays the page, and Close waits for it (or, past its
 // context, cancels its queries).
 func (h *Handler) readFacts(a store.Accepted) {
+	proc := h.process(a.Alert.Labels)
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
 	f := h.cfg.Prometheus.Facts(ctx, promfacts.AlertOf(a.Alert.Labels, a.Alert.Annotations, a.Alert.StartsAt))
-	if h.cfg.GCJob != "" {
-		f.GC = h.cfg.Prometheus.GC(ctx, h.cfg.GCJob, f.BurnFrom, a.Alert.StartsAt)
+	if proc.gcJob != "" && h.cfg.Prometheus != nil {
+		f.GC = h.cfg.Prometheus.GC(ctx, proc.gcJob, f.BurnFrom, a.Alert.StartsAt)
 		if f.GC.Error != "" {
 			f.Errors = append(f.Errors, "the GC: "+f.GC.Error)
 		}
 	}
 	cancel()
-	f.Heap = h.heapChange(a, f.BurnFrom)
+	f.Heap = h.heapChange(a, f.BurnFrom, proc)
 	if f.Heap.Error != "" {
 		f.Errors = append(f.Errors, "the heap: "+f.Heap.Error)
 	}
-	if fn := h.growthFunction(f.Heap, a.Alert.StartsAt); fn != "" {
-		f.Heap.Growth = h.growth(a.Incident, fn)
+	if fn := growthFunction(f.Heap, proc.deltas, a.Alert.StartsAt); fn != "" {
+		f.Heap.Growth = h.growth(a.Incident, fn, proc.deltas)
 		if g := f.Heap.Growth; g.Error != "" {
 			f.Errors = append(f.Errors, "the growth: "+g.Error)
 		}
@@ -65,12 +97,16 @@ func (h *Handler) readFacts(a store.Accepted) {
 // journals it: the after of the facts' before and during, which with the
 // fix deployed falls back. A pager stopped in between reads none.
 func (h *Handler) readGCAfter(a store.Accepted) {
+	job := h.process(a.Alert.Labels).gcJob
+	if job == "" {
+		return
+	}
 	resolved := h.clock.Now()
 	if h.clock.Sleep(h.waits, promfacts.AfterWindow+afterScrape) != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
-	g := h.cfg.Prometheus.GCAfter(ctx, h.cfg.GCJob, resolved)
+	g := h.cfg.Prometheus.GCAfter(ctx, job, resolved)
 	cancel()
 	if err := h.cfg.Store.AddGCAfter(a.Incident, *g, time.Now()); err != nil {
 		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store the GC after the resolve")
@@ -91,14 +127,14 @@ func (h *Handler) readGCAfter(a store.Accepted) {
 // holds, so neither has a "what changed"; how the largest function grows
 // with the streams' length is then the verdict. "" when there is no delta
 // to read (the heap's error says why).
-func (h *Handler) growthFunction(c *incident.HeapChange, fired time.Time) string {
+func growthFunction(c *incident.HeapChange, deltas Deltas, fired time.Time) string {
+	if deltas == nil {
+		return ""
+	}
 	if c.Changed {
 		return c.Function
 	}
-	if h.cfg.Deltas == nil {
-		return ""
-	}
-	fn, err := heapdelta.Largest(h.cfg.Deltas.Samples(), fired.Add(heapdelta.Slack))
+	fn, err := heapdelta.Largest(deltas.Samples(), fired.Add(heapdelta.Slack))
 	if err != nil {
 		return ""
 	}
@@ -114,9 +150,9 @@ func (h *Handler) growthFunction(c *incident.HeapChange, fired time.Time) string
 // substitute: its increase over a 10 s window scraped every 5 s put a
 // long stream in the next window as often as in its own, and that noise
 // fitted the baseline's quadratic Append as n^1.2, "linear".
-func (h *Handler) growth(id, fn string) *incident.Growth {
+func (h *Handler) growth(id, fn string, deltas Deltas) *incident.Growth {
 	var ws []heapdelta.Window
-	for _, s := range h.cfg.Deltas.Samples() {
+	for _, s := range deltas.Samples() {
 		if s.Lengths == nil {
 			continue
 		}
@@ -168,20 +204,20 @@ const afterScrape = 15 * time.Second
 // start less the long window of the pair the facts are read over) to the
 // alert's start. The two deltas are saved beside the page's profile, so
 // pprof's UI can show their difference.
-func (h *Handler) heapChange(a store.Accepted, burnFrom time.Time) *incident.HeapChange {
-	if h.cfg.Deltas == nil {
-		return &incident.HeapChange{Error: "the pager runs without -profile-url: no delta heap profiles to compare"}
+func (h *Handler) heapChange(a store.Accepted, burnFrom time.Time, proc process) *incident.HeapChange {
+	if proc.deltas == nil {
+		return &incident.HeapChange{Error: proc.noDeltas}
 	}
 	if burnFrom.IsZero() {
 		return &incident.HeapChange{Error: "no window pair, so no burn window to compare the heap over"}
 	}
 	fired := a.Alert.StartsAt
-	before, during, reason, ok := heapdelta.Pick(h.cfg.Deltas.Samples(), burnFrom, fired)
+	before, during, reason, ok := heapdelta.Pick(proc.deltas.Samples(), burnFrom, fired)
 	// A page that arrives within heapdelta.Slack of the alert's start may
 	// come before the delta open at that moment ends: that one is worth
 	// the wait, and the facts are beside the page, never in its way.
 	if wait := fired.Add(heapdelta.Slack).Sub(h.clock.Now()); !ok && wait > 0 && h.clock.Sleep(h.waits, wait) == nil {
-		before, during, reason, ok = heapdelta.Pick(h.cfg.Deltas.Samples(), burnFrom, fired)
+		before, during, reason, ok = heapdelta.Pick(proc.deltas.Samples(), burnFrom, fired)
 	}
 	if !ok {
 		return &incident.HeapChange{Error: reason}

@@ -60,10 +60,10 @@ func traceName(profile string) string { return strings.TrimSuffix(profile, ".pb.
 // profile it is taken with, and splits its slowest requests' time. A
 // snapshot that cannot be split is kept all the same: `go tool trace`
 // may read what the split could not.
-func (h *Handler) snapshot(ctx context.Context, profile string) *incident.Trace {
+func (h *Handler) snapshot(ctx context.Context, url, profile string) *incident.Trace {
 	start := time.Now()
 	t := &incident.Trace{}
-	raw, err := h.fetchTrace(ctx)
+	raw, err := h.fetchTrace(ctx, url)
 	if err == nil {
 		err = h.cfg.Store.SaveProfile(traceName(profile), raw)
 	}
@@ -110,27 +110,27 @@ func (h *Handler) split(ctx context.Context, t *incident.Trace, raw []byte) erro
 }
 
 // fetchTrace reads the snapshot, at most MaxTraceBytes of it.
-func (h *Handler) fetchTrace(ctx context.Context) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.cfg.TraceURL, nil)
+func (h *Handler) fetchTrace(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := h.cfg.Client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("fetching %s: %w", h.cfg.TraceURL, err)
+		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetching %s: %s", h.cfg.TraceURL, resp.Status)
+		return nil, fmt.Errorf("fetching %s: %s", url, resp.Status)
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxTraceBytes+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w", h.cfg.TraceURL, err)
+		return nil, fmt.Errorf("reading %s: %w", url, err)
 	case len(raw) > MaxTraceBytes:
-		return nil, fmt.Errorf("reading %s: over %d bytes, the pager's limit", h.cfg.TraceURL, MaxTraceBytes)
+		return nil, fmt.Errorf("reading %s: over %d bytes, the pager's limit", url, MaxTraceBytes)
 	case len(raw) == 0:
-		return nil, errors.New("reading " + h.cfg.TraceURL + ": an empty snapshot")
+		return nil, errors.New("reading " + url + ": an empty snapshot")
 	}
 	return raw, nil
 }

@@ -36,6 +36,7 @@ import (
 	"burnlab/pager/internal/heapdelta"
 	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
+	"burnlab/pager/internal/targets"
 	"burnlab/shared/amwebhook"
 	"burnlab/shared/bearer"
 	"burnlab/shared/openai"
@@ -74,11 +75,18 @@ type Config struct {
 	// (Alertmanager's http_config.authorization), the scheme in any case
 	// (bearer.Token).
 	Token string
+	// Targets says which processes an alert's captures profile (package
+	// targets). Nil: the flags' one process, ProfileURL, TraceURL and
+	// GCJob, for every alert (targets.Default).
+	Targets *targets.Config
+	// Discovery lists Prometheus's scrape targets, for the rules that
+	// find their processes through it: v1.API.
+	Discovery targets.Discovery
 	// ProfileURL is the gateway's pprof allocs endpoint; empty disables
-	// profile capture.
+	// profile capture. Only without Targets.
 	ProfileURL     string
 	ProfileTimeout time.Duration
-	// TraceURL is the gateway's flight-recorder snapshot
+	// TraceURL (only without Targets) is the gateway's flight-recorder snapshot
 	// (service.FlightRecorderPath), taken with each profile; empty takes
 	// none.
 	TraceURL string
@@ -103,7 +111,7 @@ type Config struct {
 	// Deltas holds the gateway's delta heap profiles, which a new page's
 	// facts compare; nil compares none.
 	Deltas Deltas
-	// GCJob is the Prometheus job of the process ProfileURL profiles,
+	// GCJob (only without Targets) is the Prometheus job of the process ProfileURL profiles,
 	// whose garbage collector's share of CPU a new page's facts read;
 	// empty reads none.
 	GCJob string
@@ -135,16 +143,18 @@ type Handler struct {
 	waits        context.Context
 	stopWaits    context.CancelFunc
 	clock        heapdelta.Clock
-	// fetching holds a token per fetch in flight (MaxFetches).
+	// fetching holds a token per shot in flight (MaxFetches).
 	fetching chan struct{}
+	// rules are Targets', or the flags' one rule.
+	rules targets.Config
 	// mu guards pageCaptures and last.
 	mu sync.Mutex
 	// pageCaptures holds, per incident, a channel closed when its page-time
 	// capture ends: a resolve arriving meanwhile waits for it, so the
 	// after profile is never taken before the one it is compared with.
 	pageCaptures map[string]chan struct{}
-	// last is the newest shot, started or waiting for its window.
-	last *shot
+	// last is each rule's newest shot, started or waiting for its window.
+	last map[string]*shot
 	// findingMu holds an incident's finding from its read to its post
 	// (postFinding): one lock of these per incident, by its ID's hash, so
 	// a slow Alertmanager holds up only the incidents that share it.
@@ -175,8 +185,14 @@ func New(cfg Config, reg prometheus.Registerer) *Handler {
 		cfg.Client = &http.Client{}
 	}
 	cfg.ExternalURL = strings.TrimRight(cfg.ExternalURL, "/")
+	rules := targets.Default(cfg.ProfileURL, cfg.TraceURL, cfg.GCJob)
+	if cfg.Targets != nil {
+		rules = *cfg.Targets
+	}
 	h := &Handler{
 		cfg:          cfg,
+		rules:        rules,
+		last:         map[string]*shot{},
 		mux:          http.NewServeMux(),
 		pageCaptures: map[string]chan struct{}{},
 		clock:        heapdelta.RealClock{},
@@ -434,7 +450,7 @@ func (h *Handler) announce(a store.Accepted, c capture) {
 	if a.Cleared {
 		h.captures.Go(func() { h.postFinding(a.Incident) })
 	}
-	if a.Cleared && h.cfg.Prometheus != nil && h.cfg.GCJob != "" {
+	if a.Cleared && h.cfg.Prometheus != nil {
 		h.captures.Go(func() { h.readGCAfter(a) })
 	}
 	if c.after {

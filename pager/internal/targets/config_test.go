@@ -1,0 +1,94 @@
+package targets
+
+import (
+	"strings"
+	"testing"
+)
+
+const goodConfig = `rules:
+  - name: provider
+    match: {sloth_service: llm-provider}
+    jobs: [provider]
+    port: 6061
+  - name: gateway
+    match:
+      sloth_service: llm-gateway
+    jobs: [gateway]
+    port_label: __meta_kubernetes_pod_annotation_profiles_grafana_com_memory_port
+    sampled: true
+  - name: everything-else
+    static: [http://gateway:6060/debug/pprof/allocs]
+`
+
+func TestAConfigMapsAlertsToRulesInOrder(t *testing.T) {
+	c, err := Parse([]byte(goodConfig), "pager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for labels, want := range map[*map[string]string]string{
+		{"sloth_service": "llm-provider", "severity": "page"}: "provider",
+		{"sloth_service": "llm-gateway"}:                      "gateway",
+		{"alertname": "Watchdog"}:                             "everything-else",
+	} {
+		r, err := c.Match(*labels)
+		if err != nil || r.Name != want {
+			t.Errorf("%v: rule %v (%v), want %s", *labels, r, err, want)
+		}
+	}
+	g := c.Rules[1]
+	if g.Path != DefaultPath || g.MaxTargets != DefaultMaxTargets || g.GCJob != "gateway" || c.Sampled().Name != "gateway" || g.line != 6 {
+		t.Errorf("the gateway rule's defaults: %+v", g)
+	}
+	if !c.NeedsPrometheus() {
+		t.Error("rules with jobs need Prometheus")
+	}
+}
+
+// Every mistake is an error naming the file, the line and the field.
+func TestABadConfigSaysWhereAndWhat(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown field", "rules:\n  - name: a\n    jobs: [x]\n    prot: 6060\n", "pager.yml: yaml: unmarshal errors:\n  line 4: field prot not found"},
+		{"no process", "rules:\n  - name: a\n    match: {job: x}\n", "pager.yml:2: rule 1 (\"a\"): jobs: neither jobs nor static"},
+		{"unreachable", "rules:\n  - name: all\n    jobs: [x]\n  - name: b\n    match: {a: b}\n    jobs: [y]\n",
+			"pager.yml:2: rule 1 (\"all\"): match: empty, so it takes every alert and the 1 rules after it can never match"},
+		{"both", "rules:\n  - name: a\n    jobs: [x]\n    static: [http://h:1/]\n", "static: and jobs both"},
+		{"bad URL", "rules:\n  - name: a\n    static: [gateway:6060]\n", `static: "gateway:6060": want an http:// or https:// URL`},
+		{"bad port", "rules:\n  - name: a\n    jobs: [x]\n    port: 70000\n", "port: 70000 is no TCP port"},
+		{"bad label", "rules:\n  - name: a\n    match: {a-b: c}\n    jobs: [x]\n", `match: "a-b" is not a label name`},
+		{"two sampled", "rules:\n  - {name: a, match: {a: b}, jobs: [x], sampled: true}\n  - {name: b, jobs: [y], sampled: true}\n", "pager.yml:3: rule 2 (\"b\"): sampled: a second rule"},
+		{"same name", "rules:\n  - {name: a, match: {a: b}, jobs: [x]}\n  - {name: a, jobs: [y]}\n", "name: the name of rule 1 too"},
+		{"no rules", "rules: []\n", "no rules"},
+		{"empty", "", "empty: want a `rules:` list"},
+		{"two documents", "rules: []\n---\nrules: []\n", "more than one YAML document"},
+		{"not YAML", "rules: [\n", "pager.yml: yaml: line"},
+		{"too many", "rules:\n  - name: a\n    jobs: [x]\n    max_targets: 5000\n", "max_targets: 5000: want 1 to 1000"},
+		{"port on static", "rules:\n  - name: a\n    static: [http://h:1/]\n    port: 2\n", "a static URL has its own"},
+		{"path", "rules:\n  - name: a\n    jobs: [x]\n    path: debug/pprof/allocs\n", `path: "debug/pprof/allocs": want an absolute path`},
+	} {
+		_, err := Parse([]byte(tc.yaml), "pager.yml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Load("no/such/pager.yml"); err == nil || !strings.Contains(err.Error(), "no/such/pager.yml") {
+		t.Errorf("a missing file: %v", err)
+	}
+}
+
+func TestAnAlertNoRuleTakesIsProfiledNowhere(t *testing.T) {
+	c, err := Parse([]byte("rules:\n  - {name: gateway, match: {sloth_service: llm-gateway}, jobs: [gateway]}\n"), "pager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Match(map[string]string{"sloth_service": "llm-provider", "alertname": "ProviderLatency"})
+	if err == nil || !strings.Contains(err.Error(), `no rule of pager.yml takes this alert (alertname="ProviderLatency", sloth_service="llm-provider")`) {
+		t.Errorf("an alert no rule takes: %v", err)
+	}
+	if d := Default("", "", ""); len(d.Rules) != 0 {
+		t.Errorf("no -profile-url makes rules: %+v", d)
+	}
+	d := Default("http://g:6060/debug/pprof/allocs", "http://g:6060/t", "gateway")
+	if r, err := d.Match(map[string]string{"anything": "x"}); err != nil || r.Static[0] != "http://g:6060/debug/pprof/allocs" || !r.Sampled || r.GCJob != "gateway" {
+		t.Errorf("the flags' rule takes every alert as the pager always did: %+v %v", r, err)
+	}
+}

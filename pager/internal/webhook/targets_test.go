@@ -1,0 +1,78 @@
+package webhook
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"burnlab/pager/internal/store"
+	"burnlab/pager/internal/targets"
+	"burnlab/pager/internal/targets/targetstest"
+	"burnlab/shared/pproftop/pproftoptest"
+)
+
+// With a pager config, a page is profiled on the processes of the rule its
+// labels match: the provider's page on both provider replicas, found
+// through Prometheus's targets and merged, and never on the gateway; its
+// facts say the delta sampler does not sample the provider. An alert no
+// rule takes is profiled nowhere, and says so.
+func TestAPageProfilesTheProcessesOfItsRule(t *testing.T) {
+	serve := func(raw []byte) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(raw) }))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	replicas := []*httptest.Server{serve(pproftoptest.HeapProfile(t)), serve(pproftoptest.IdleProfile(t))}
+	gw := newFakeGateway(t)
+	cfg, err := targets.Parse([]byte(`rules:
+  - name: provider
+    match: {sloth_service: llm-provider}
+    jobs: [provider]
+    port_label: __meta_pprof_port
+  - name: gateway
+    match: {sloth_service: llm-gateway}
+    static: [`+gw.url()+`]
+    sampled: true
+`), "pager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPagerIn(t, t.TempDir(), "", "", func(c *Config) {
+		c.Targets, c.Discovery, c.Deltas = &cfg, targetstest.Prometheus(t, map[string][]*httptest.Server{"provider": replicas}), deltas{}
+	})
+	start := time.Now().UTC().Truncate(time.Second)
+	provider := with(alert("firing", "page", start), "labels", map[string]string{"alertname": "ProviderLatency", "severity": "page", "sloth_service": "llm-provider"})
+	stranger := with(with(alert("firing", "page", start), "fingerprint", fingerprint("stranger")),
+		"labels", map[string]string{"alertname": "Other", "severity": "page", "sloth_service": "other"})
+	if status, body := p.post(t, "/webhook/page", notification(provider, stranger)); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	p.h.Close(context.Background())
+
+	inc, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start}))
+	pr := inc.Profile
+	if pr == nil || pr.Error != "" || pr.Rule != "provider" || len(pr.Instances) != 2 {
+		t.Fatalf("the provider's page's profile: %+v", pr)
+	}
+	for _, in := range pr.Instances {
+		if in.Error != "" || in.Total == 0 {
+			t.Errorf("instance %+v: want its own profile", in)
+		}
+	}
+	if pr.Total != pr.Instances[0].Total+pr.Instances[1].Total || !strings.HasSuffix(pr.Top[0].Function, pproftoptest.Allocator) {
+		t.Errorf("the merge: %d bytes, top %+v; want the two replicas' sum and the allocator on top", pr.Total, pr.Top[0])
+	}
+	if n, _ := gw.counts(); n != 0 {
+		t.Errorf("the gateway was profiled %d times for the provider's page", n)
+	}
+	if f := inc.Facts; f == nil || f.Heap == nil || !strings.Contains(f.Heap.Error, `does not sample the processes of rule "provider"`) {
+		t.Errorf("the provider's heap facts: %+v", inc.Facts)
+	}
+	other, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("stranger"), StartsAt: start}))
+	if other.Profile == nil || !strings.Contains(other.Profile.Error, "no rule of pager.yml takes this alert") {
+		t.Errorf("an alert no rule takes: profile %+v", other.Profile)
+	}
+}

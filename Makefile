@@ -322,8 +322,8 @@ lab-switch: ## switch a running lab's gateway: make lab-switch GATEWAY_TAG=fixed
 # (docs/scenarios.md says why); SCENARIOS=a,b keeps only those rows. SAVE=1
 # writes docs/results/lab-e2e.md and scenarios-e2e.md from a passing run.
 .PHONY: e2e
-e2e: tools $(SLOTH_BIN) ## the end-to-end proof on the native lab: every scenario's alerts, the baseline's page and make lab-switch's resolve among them (SCENARIOS=a,b for some)
-	$(if $(SAVE),BURNLAB_RESULTS=$(abspath docs/results)) $(GO) test -tags e2e -run TestScenarios -count=1 -timeout 35m -v ./stack/lab
+e2e: tools $(SLOTH_BIN) ## the end-to-end proof on the native lab: every scenario's alerts, the baseline's page and make lab-switch's resolve among them (SCENARIOS=a,b for some), and a two-replica service profiled and merged
+	$(if $(SAVE),BURNLAB_RESULTS=$(abspath docs/results)) $(GO) test -tags e2e -run 'TestScenarios|TestEveryReplicaOfAServiceIsProfiled' -count=1 -timeout 35m -v ./stack/lab
 
 # The compose e2e runs docker-compose.yml on this machine's engine under
 # the project name burnlab-e2e, on the stand-ins where the engine has no

@@ -207,6 +207,32 @@ func (h *Handler) captureAfter(a store.Accepted) {
 	h.record(a, "after", h.join(a, "after", h.clock.Now()))
 }
 
+// resolveFor is how long the processes of a rule are looked for again
+// when Prometheus lists none (or cannot be read): a Prometheus that has
+// just started lists its targets only after its first discovery update,
+// which it holds back 5 s, and a page in those seconds would otherwise be
+// profiled nowhere.
+const resolveFor = 10 * time.Second
+
+// resolve lists the processes of rule r (targets.Resolve), trying again
+// every second for up to resolveFor, each try within the profile timeout.
+func (h *Handler) resolve(r *targets.Rule) ([]targets.Target, error) {
+	deadline := time.Now().Add(resolveFor)
+	for {
+		ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
+		ts, err := targets.Resolve(ctx, h.cfg.Discovery, r)
+		cancel()
+		if err == nil || len(r.Static) > 0 || h.cfg.Discovery == nil || time.Now().After(deadline) {
+			return ts, err
+		}
+		select {
+		case <-h.captureCtx.Done():
+			return nil, err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // fetch profiles the processes of rule r (targets.Resolve: through
 // Prometheus's discovery, or its static URLs), merges what came
 // (targets.Fetch), and stores the merge as name. Listing the processes
@@ -215,9 +241,7 @@ func (h *Handler) captureAfter(a store.Accepted) {
 // the rule found them through Prometheus or lists several.
 func (h *Handler) fetch(r *targets.Rule, name string) (incident.Profile, error) {
 	p := incident.Profile{Rule: r.Name}
-	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
-	ts, err := targets.Resolve(ctx, h.cfg.Discovery, r)
-	cancel()
+	ts, err := h.resolve(r)
 	if err != nil {
 		return p, err
 	}

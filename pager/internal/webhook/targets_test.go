@@ -5,8 +5,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"burnlab/pager/internal/store"
 	"burnlab/pager/internal/targets"
@@ -74,5 +77,46 @@ func TestAPageProfilesTheProcessesOfItsRule(t *testing.T) {
 	other, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("stranger"), StartsAt: start}))
 	if other.Profile == nil || !strings.Contains(other.Profile.Error, "no rule of pager.yml takes this alert") {
 		t.Errorf("an alert no rule takes: profile %+v", other.Profile)
+	}
+}
+
+// lateDiscovery is a Prometheus that has just started: it lists no target
+// until its first discovery update, after `empty` asks.
+type lateDiscovery struct {
+	targets.Discovery
+	mu    sync.Mutex
+	empty int
+}
+
+func (d *lateDiscovery) Targets(ctx context.Context) (v1.TargetsResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.empty > 0 {
+		d.empty--
+		return v1.TargetsResult{}, nil
+	}
+	return d.Discovery.Targets(ctx)
+}
+
+// A page that comes while Prometheus lists no target yet (its first
+// discovery update comes 5 s after it starts) is profiled once it does,
+// not profiled nowhere: the pager found this following its own docs.
+func TestAPageBeforePrometheusListsItsTargetsIsProfiled(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(pproftoptest.HeapProfile(t)) }))
+	t.Cleanup(srv.Close)
+	cfg, err := targets.Parse([]byte("rules:\n  - {name: provider, jobs: [provider], port_label: __meta_pprof_port}\n"), "pager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := &lateDiscovery{Discovery: targetstest.Prometheus(t, map[string][]*httptest.Server{"provider": {srv}}), empty: 1}
+	p := newPagerIn(t, t.TempDir(), "", "", func(c *Config) { c.Targets, c.Discovery = &cfg, late })
+	start := time.Now().UTC().Truncate(time.Second)
+	if status, body := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	p.h.Close(context.Background())
+	inc, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start}))
+	if pr := inc.Profile; pr == nil || pr.Error != "" || len(pr.Instances) != 1 || late.empty != 0 {
+		t.Errorf("a page before Prometheus listed its target: %+v", pr)
 	}
 }

@@ -44,6 +44,7 @@ var checks = map[string]check{
 	"alertmanager":  checkAlertmanagerConfig,
 	"dashboard":     checkDashboard,
 	"networkpolicy": checkNetworkPolicy,
+	"pager-targets": checkPagerTargets,
 	"pdb":           checkPDB,
 	"load":          checkLoadJob,
 	"schema":        checkOperatorSchema,
@@ -99,6 +100,71 @@ func checkServices(inv *inventory, _ *repo, ov Overlay) []string {
 		}
 		if !claimed {
 			out = append(out, "the pager's PAGER_DATA is not a writable mount of a PersistentVolumeClaim of this overlay")
+		}
+	}
+	return out
+}
+
+// pager-targets: the pager's PAGER_TARGETS is a read-only mount of a
+// ConfigMap of the overlay, and its rules profile every replica of a
+// Deployment of more than one (a service; the load's Job is none) through Prometheus (jobs, never one Service's
+// static URL), each rule's job one that a monitor scrapes (prometheus.yml's
+// names, which check scrape-jobs holds the monitors to). The pager checks
+// the file strictly when it starts; this holds it to the overlay.
+func checkPagerTargets(inv *inventory, r *repo, _ Overlay) []string {
+	w, c := inv.workload(lab.Pager)
+	if c == nil {
+		return []string{"no pager"}
+	}
+	path := env(c, "PAGER_TARGETS")
+	dir, file := filepath.Split(path)
+	var text string
+	for _, m := range c.VolumeMounts {
+		for _, v := range w.pod.Spec.Volumes {
+			if v.Name != m.Name || v.ConfigMap == nil || filepath.Clean(m.MountPath) != filepath.Clean(dir) || !m.ReadOnly {
+				continue
+			}
+			for _, cm := range inv.configMaps {
+				if cm.Name == v.ConfigMap.Name {
+					text = cm.Data[file]
+				}
+			}
+		}
+	}
+	if text == "" {
+		return []string{fmt.Sprintf("the pager's PAGER_TARGETS %q is no file of a ConfigMap mounted read-only", path)}
+	}
+	var cfg struct {
+		Rules []struct {
+			Name   string            `json:"name"`
+			Match  map[string]string `json:"match"`
+			Jobs   []string          `json:"jobs"`
+			Static []string          `json:"static"`
+		} `json:"rules"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {
+		return []string{"the pager's targets: " + err.Error()}
+	}
+	jobs := map[string]bool{}
+	for _, j := range r.prom.ScrapeConfigs {
+		jobs[j.JobName] = true
+	}
+	var out []string
+	profiled := map[string]bool{}
+	for _, rule := range cfg.Rules {
+		for _, j := range rule.Jobs {
+			if !jobs[j] {
+				out = append(out, fmt.Sprintf("the pager's rule %s: job %s is no scrape job", rule.Name, j))
+			}
+			profiled[j] = true
+		}
+		if len(rule.Static) > 0 {
+			out = append(out, fmt.Sprintf("the pager's rule %s profiles static URLs: behind a Service, one replica of however many", rule.Name))
+		}
+	}
+	for _, wl := range inv.workloads {
+		if wl.kind == "Deployment" && wl.replicas > 1 && jobs[wl.name] && !profiled[wl.name] {
+			out = append(out, fmt.Sprintf("%s runs %d replicas and no pager rule profiles its job", wl, wl.replicas))
 		}
 	}
 	return out
@@ -278,7 +344,14 @@ func checkEnv(inv *inventory, r *repo, _ Overlay) []string {
 		"LOADGEN_CALIBRATE": "the shards read one shape from a ConfigMap instead of each fitting its own",
 	}
 	onlyK8s := map[string]string{
-		"LOADGEN_SHARD": "the Indexed Job's pods each send one shard",
+		"LOADGEN_SHARD":        "the Indexed Job's pods each send one shard",
+		"PAGER_TARGETS":        "the gateway runs two replicas, each profiled (check pager-targets), where compose runs the one -profile-url names",
+		"PAGER_PROMETHEUS_URL": "the operator's Prometheus, not compose's prometheus:9090",
+	}
+	// installers are URLs of the operator's own Services, which no overlay
+	// holds: in the namespace docs/kubernetes.md installs it in.
+	installers := map[string]string{
+		"PAGER_PROMETHEUS_URL": "http://prometheus-operated.monitoring.svc:9090",
 	}
 	differs := map[string]string{
 		"LOADGEN_SHAPE":           "the shape is the ConfigMap's file",
@@ -319,7 +392,10 @@ func checkEnv(inv *inventory, r *repo, _ Overlay) []string {
 				case inCompose && v != cv && differs[e.Name] == "":
 					out = append(out, fmt.Sprintf("%s: env %s=%q; compose says %q", name, e.Name, v, cv))
 				}
-				if strings.HasPrefix(v, "http") {
+				switch want, ok := installers[e.Name]; {
+				case ok && v != want:
+					out = append(out, fmt.Sprintf("%s: env %s=%q, want the operator's Service, %s", name, e.Name, v, want))
+				case !ok && strings.HasPrefix(v, "http"):
 					out = append(out, inv.checkURL(name+" env "+e.Name, w.namespace, v)...)
 				}
 			}

@@ -194,6 +194,14 @@ func TestChecksFailOnHandMadeFaults(t *testing.T) {
 			"services", `Job/loadgen in namespace "", not "burnlab"`},
 		{"pdb keeps every replica", "base/gateway.yaml", "minAvailable: 1", "minAvailable: 2", "fixed",
 			"pdb", "minAvailable 2 of 2"},
+		{"pager rule on no scrape job", "base/pager.yml", "jobs: [gateway]", "jobs: [gateways]", "fixed",
+			"pager-targets", "job gateways is no scrape job"},
+		{"replicas behind one URL", "base/pager.yml", "jobs: [gateway]", "static: [http://gateway:6060/debug/pprof/allocs]", "fixed",
+			"pager-targets", "Deployment/gateway runs 2 replicas and no pager rule profiles its job"},
+		{"pager config not mounted", "base/pager.yaml", "              mountPath: /etc/burnlab", "              mountPath: /etc/pager", "fixed",
+			"pager-targets", `PAGER_TARGETS "/etc/burnlab/pager.yml" is no file of a ConfigMap mounted read-only`},
+		{"another Prometheus", "base/pager.yaml", "prometheus-operated.monitoring.svc", "prometheus.monitoring.svc", "fixed",
+			"env", "want the operator's Service"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tree := copyTree(t, deploy)

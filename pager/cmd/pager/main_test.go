@@ -157,8 +157,8 @@ func TestValidateChecksThePagerConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err := o.Validate()
-	if err != nil || cfg.Webhook.Targets == nil || cfg.Webhook.Targets.Rules[0].Name != "provider" {
-		t.Errorf("a good config: %+v %v", cfg.Webhook.Targets, err)
+	if err != nil || cfg.Lifecycle.Targets == nil || cfg.Lifecycle.Targets.Rules[0].Name != "provider" {
+		t.Errorf("a good config: %+v %v", cfg.Lifecycle.Targets, err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"burnlab/pager/internal/heapdelta"
+	"burnlab/pager/internal/lifecycle"
 	"burnlab/pager/internal/pager"
 	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
@@ -65,9 +66,9 @@ func (o *options) register(fs *flag.FlagSet) {
 		"without it every alert profiles -profile-url, and with it -profile-url is only the delta sampler's")
 	fs.StringVar(&o.traceURL, "trace-url", "http://gateway:6060"+service.FlightRecorderPath, "flight-recorder snapshot to take with each profile: the gateway's last seconds of execution trace, "+
 		"split into where its slowest requests' time went ('' to disable)")
-	fs.DurationVar(&o.profileWindow, "profile-window", webhook.DefaultProfileWindow, "one profile fetch serves every page within this window, and no second fetch starts in it, "+
+	fs.DurationVar(&o.profileWindow, "profile-window", lifecycle.DefaultProfileWindow, "one profile fetch serves every page within this window, and no second fetch starts in it, "+
 		"so an alert storm does not load the gateway it diagnoses (0: a fetch for each page)")
-	fs.IntVar(&o.profileConcurrency, "profile-concurrency", webhook.DefaultMaxFetches, "profile fetches in flight at once, at most")
+	fs.IntVar(&o.profileConcurrency, "profile-concurrency", lifecycle.DefaultMaxFetches, "profile fetches in flight at once, at most")
 	fs.DurationVar(&o.retention, "retention", store.DefaultRetention, "how long a resolved incident and its profiles are kept after its last event, and a firing one after Alertmanager last sent it")
 	fs.IntVar(&o.maxResolved, "max-resolved", store.DefaultMaxResolved, "how many resolved incidents are kept at most, the newest: what a restart reads stays bounded")
 	fs.StringVar(&o.token, "token", "", "bearer token Alertmanager must send (empty: none)")
@@ -131,14 +132,15 @@ func (o *options) Validate() (pager.Config, error) {
 		}
 		rules = &c
 	}
-	alertmanagers, err := webhook.ParseAlertmanagers(o.alertmanagerURLs)
+	alertmanagers, err := lifecycle.ParseAlertmanagers(o.alertmanagerURLs)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("-alertmanager-urls: %w", err))
 	}
 	cfg := pager.Config{
 		Listen: o.listen, Data: o.data, PrometheusURL: o.prometheusURL,
-		Store: store.Options{Retention: o.retention, MaxResolved: o.maxResolved},
-		Webhook: webhook.Config{Token: o.token, ProfileURL: o.profileURL, TraceURL: o.traceURL, ExternalURL: o.externalURL,
+		Store:   store.Options{Retention: o.retention, MaxResolved: o.maxResolved},
+		Webhook: webhook.Config{Token: o.token, ExternalURL: o.externalURL},
+		Lifecycle: lifecycle.Config{ProfileURL: o.profileURL, TraceURL: o.traceURL, ExternalURL: o.externalURL,
 			ProfileWindow: o.profileWindow, MaxFetches: o.profileConcurrency, Prometheus: prom, GCJob: o.gcJob, Alertmanagers: alertmanagers,
 			Targets: rules},
 		Deltas: deltas,

@@ -1,7 +1,7 @@
 // Package pager runs burnlab's on-call: the journal (store), the webhook
-// receiver and the incidents' lifecycle (webhook), the rolling delta heap
-// sampler (heapdelta) and the web UI (web), on one server that drains on
-// shutdown. The command fills its Config from flags; Run does the work.
+// receiver (webhook), the incidents' lifecycle (lifecycle), the rolling
+// delta heap sampler (heapdelta) and the web UI with the API (web), on one
+// server that drains on shutdown. The command fills its Config from flags; Run does the work.
 package pager
 
 import (
@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"burnlab/pager/internal/heapdelta"
+	"burnlab/pager/internal/lifecycle"
 	"burnlab/pager/internal/store"
 	"burnlab/pager/internal/web"
 	"burnlab/pager/internal/webhook"
@@ -27,11 +28,14 @@ type Config struct {
 	PrometheusURL string
 	Log           zerolog.Logger
 	Store         store.Options // Run sets OnCompact
-	// Webhook is the receiver's and the lifecycle's; Run sets its Store,
-	// Log and Deltas.
+	// Webhook is the receiver's; Run sets its Sink and Log.
 	Webhook webhook.Config
+	// Lifecycle is what acts on each accepted alert; Run sets its Store,
+	// Log, Discovery and Deltas.
+	Lifecycle lifecycle.Config
 	// Deltas is the delta heap sampler's, which runs only when
-	// Webhook.ProfileURL is set; Run sets its Log.
+	// Lifecycle.ProfileURL is set and, with a pager config, a rule is
+	// sampled; Run sets its Log.
 	Deltas heapdelta.Config
 }
 
@@ -62,48 +66,47 @@ func Run(ctx context.Context, cfg Config) error {
 	if c := st.Opened(); c.Ran {
 		compacted(c)
 	}
-	wh := cfg.Webhook
+	lc := cfg.Lifecycle
 	ev := log.Info()
-	if wh.Targets != nil {
-		ev = ev.Str("targets", wh.Targets.File()).Int("rules", len(wh.Targets.Rules))
+	if lc.Targets != nil {
+		ev = ev.Str("targets", lc.Targets.File()).Int("rules", len(lc.Targets.Rules))
 	}
-	ev.Str("data", cfg.Data).Int("incidents", st.Len()).Str("profile_url", wh.ProfileURL).Str("trace_url", wh.TraceURL).
-		Dur("profile_window", wh.ProfileWindow).Int("profile_concurrency", wh.MaxFetches).
-		Str("prometheus_url", cfg.PrometheusURL).Strs("alertmanagers", wh.Alertmanagers).
+	ev.Str("data", cfg.Data).Int("incidents", st.Len()).Str("profile_url", lc.ProfileURL).Str("trace_url", lc.TraceURL).
+		Dur("profile_window", lc.ProfileWindow).Int("profile_concurrency", lc.MaxFetches).
+		Str("prometheus_url", cfg.PrometheusURL).Strs("alertmanagers", lc.Alertmanagers).
 		Int("delta_seconds", cfg.Deltas.Seconds).Dur("delta_every", cfg.Deltas.Every).Msg("starting")
 	reg := service.NewRegistry()
-	wh.Store, wh.Log = st, log
+	lc.Store, lc.Log = st, log
+	if lc.Prometheus != nil {
+		lc.Discovery = lc.Prometheus
+	}
 	// The sampler runs while the server does, and is stopped and waited
 	// for before Run returns: a delta open on the gateway is cut short.
 	samplerCtx, stopSampler := context.WithCancel(ctx)
 	var sampling sync.WaitGroup
 	defer func() { stopSampler(); sampling.Wait() }()
-	if wh.Prometheus != nil {
-		wh.Discovery = wh.Prometheus
-	}
-	if wh.ProfileURL != "" && (wh.Targets == nil || wh.Targets.Sampled() != nil) {
+	if lc.ProfileURL != "" && (lc.Targets == nil || lc.Targets.Sampled() != nil) {
 		deltas := cfg.Deltas
 		deltas.Log = log
 		sampler := heapdelta.New(deltas, reg)
-		wh.Deltas = sampler
+		lc.Deltas = sampler
 		sampling.Go(func() { sampler.Run(samplerCtx) })
 	}
+	life := lifecycle.New(lc, reg)
+	wh := cfg.Webhook
+	wh.Sink, wh.Log = life, log
 	h := webhook.New(wh, reg)
-	ui, err := web.New(web.Config{Store: st, Log: log, Prometheus: wh.Prometheus})
+	ui, err := web.New(web.Config{Store: st, Log: log, Prometheus: lc.Prometheus, ExternalURL: wh.ExternalURL})
 	if err != nil {
 		return err
 	}
 	var ready service.Readiness
 	mux := service.AdminMux(reg, &ready)
 	mux.Handle("/webhook/", h)
-	mux.Handle("/api/", h)
-	// The snapshot is served as the API's files are; the web UI's page
-	// links to it beside the incident.
-	mux.Handle("GET /incidents/{id}/trace", h)
 	mux.Handle("/", ui)
 	err = service.Serve(ctx, log, service.Drain{Ready: &ready, Timeout: 10 * time.Second}, service.Server{Name: "pager", Addr: cfg.Listen, Handler: mux})
 	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h.Close(closeCtx)
+	life.Close(closeCtx)
 	return err
 }

@@ -787,3 +787,19 @@ func (s *Store) OpenProfile(file string) (*os.File, os.FileInfo, error) {
 	}
 	return f, fi, nil
 }
+
+// ValidFingerprint says whether fp is one Alertmanager sends: a label
+// set's 64-bit hash as 16 lowercase hex digits. Nothing else is taken,
+// because the fingerprint names the incident and the incident names its
+// profile's file.
+func ValidFingerprint(fp string) bool {
+	if len(fp) != 16 {
+		return false
+	}
+	for _, c := range []byte(fp) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

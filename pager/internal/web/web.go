@@ -56,9 +56,13 @@ type Config struct {
 	// ChartTimeout bounds the chart's queries, so a slow Prometheus
 	// costs the page a note, not its answer; default 5 s.
 	ChartTimeout time.Duration
+	// ExternalURL is the pager's base URL as a person's browser reaches it
+	// (no trailing slash); with it the API's incidents carry their page
+	// (IncidentURL).
+	ExternalURL string
 }
 
-// Handler serves the web UI.
+// Handler serves the web UI and the incidents' JSON API.
 type Handler struct {
 	cfg      Config
 	mux      *http.ServeMux
@@ -67,7 +71,8 @@ type Handler struct {
 	hasGraph bool
 }
 
-// New parses the templates and registers the routes.
+// New parses the templates and registers the routes: the pages and the
+// API in one table.
 func New(cfg Config) (*Handler, error) {
 	if cfg.MaxViews <= 0 {
 		cfg.MaxViews = 8
@@ -103,8 +108,19 @@ func New(cfg Config) (*Handler, error) {
 		h.mux.HandleFunc("GET /incidents/{id}/"+k.route+"/{view...}", h.pprof(k))
 	}
 	h.mux.HandleFunc("GET /slo/{slo}", h.slo)
+	// The snapshot is served as the API's files are; the incident's page
+	// links to it.
+	h.mux.HandleFunc("GET /incidents/{id}/trace", h.getTrace)
 	h.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, "There is no page "+r.URL.Path+".")
+	})
+	h.mux.HandleFunc("GET /api/incidents", h.listIncidents)
+	h.mux.HandleFunc("GET /api/incidents/{id}", h.getIncident)
+	h.mux.HandleFunc("GET /api/incidents/{id}/profile", h.getProfile)
+	h.mux.HandleFunc("GET /api/incidents/{id}/delta/{which}", h.getDelta)
+	h.mux.HandleFunc("GET /api/incidents/{id}/trace", h.getTrace)
+	h.mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
+		apiError(w, http.StatusNotFound, "no API route "+r.URL.Path)
 	})
 	return h, nil
 }

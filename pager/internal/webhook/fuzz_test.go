@@ -1,4 +1,4 @@
-package webhook
+package webhook_test
 
 import (
 	"bytes"
@@ -16,9 +16,13 @@ import (
 	"strings"
 	"testing"
 
+	"burnlab/pager/internal/webhook"
+	"burnlab/shared/amwebhook"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"burnlab/pager/internal/lifecycle"
 	"burnlab/pager/internal/store"
 	"burnlab/shared/pproftop"
 )
@@ -119,10 +123,12 @@ func FuzzWebhookPayload(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := New(Config{Store: st, Log: zerolog.Nop(), ProfileURL: "http://gateway.invalid/debug/pprof/allocs", Client: gateway}, prometheus.NewRegistry())
+		reg := prometheus.NewRegistry()
+		l := lifecycle.New(lifecycle.Config{Store: st, Log: zerolog.Nop(), ProfileURL: "http://gateway.invalid/debug/pprof/allocs", Client: gateway}, reg)
+		h := webhook.New(webhook.Config{Sink: l, Log: zerolog.Nop()}, reg)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhook/page", bytes.NewReader(body)))
-		h.Close(context.Background())
+		l.Close(context.Background())
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -139,11 +145,11 @@ func FuzzWebhookPayload(f *testing.F) {
 			t.Fatalf("%d without a reason: %s", status, rec.Body)
 		}
 
-		var p payload
+		var p amwebhook.Message
 		decoded := json.Unmarshal(body, &p) == nil
 		if decoded && p.Version == "4" {
 			for _, a := range p.Alerts {
-				if a.Fingerprint != "" && !validFingerprint(a.Fingerprint) && status != 400 {
+				if a.Fingerprint != "" && !store.ValidFingerprint(a.Fingerprint) && status != 400 {
 					t.Fatalf("fingerprint %q: %d, want 400", a.Fingerprint, status)
 				}
 			}

@@ -8,6 +8,8 @@ package pproftoptest
 import (
 	"bytes"
 	"compress/gzip"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"runtime/pprof"
 	"testing"
@@ -113,4 +115,15 @@ func Bomb(t testing.TB, inflated int) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// Server is a process's pprof endpoint on loopback, as a gateway's
+// /debug/pprof/allocs: it serves HeapProfile, taken once, to every
+// request, until the test ends. It returns the profile's URL.
+func Server(t testing.TB) string {
+	t.Helper()
+	prof := HeapProfile(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(prof) }))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/debug/pprof/allocs"
 }

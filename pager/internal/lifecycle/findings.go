@@ -1,4 +1,4 @@
-package webhook
+package lifecycle
 
 import (
 	"bytes"
@@ -87,9 +87,9 @@ func ParseAlertmanagers(list string) ([]string, error) {
 	return out, nil
 }
 
-// isFinding says whether an alert Alertmanager sent is one of the pager's
+// IsFinding says whether an alert Alertmanager sent is one of the pager's
 // findings.
-func isFinding(a store.Alert) bool {
+func IsFinding(a store.Alert) bool {
 	_, ok := a.Labels[FindingLabel]
 	return ok
 }
@@ -104,14 +104,14 @@ func isFinding(a store.Alert) bool {
 // younger, is the one Alertmanager keeps. No facts yet, or a heap that
 // was not compared (no deltas, no burn window): nothing to post, the page
 // says why.
-func (h *Handler) postFinding(id string) {
-	if len(h.cfg.Alertmanagers) == 0 {
+func (l *Lifecycle) postFinding(id string) {
+	if len(l.cfg.Alertmanagers) == 0 {
 		return
 	}
-	mu := &h.findingMu[fnv32(id)%uint32(len(h.findingMu))]
+	mu := &l.findingMu[fnv32(id)%uint32(len(l.findingMu))]
 	mu.Lock()
 	defer mu.Unlock()
-	inc, ok := h.cfg.Store.Incident(id)
+	inc, ok := l.cfg.Store.Incident(id)
 	if !ok || inc.Facts == nil || inc.Facts.Heap == nil || inc.Facts.Heap.Error != "" {
 		return
 	}
@@ -120,11 +120,11 @@ func (h *Handler) postFinding(id string) {
 		Annotations: map[string]string{
 			"summary":   "What changed in the gateway's heap over the burn, as the pager found it",
 			"heap":      inc.Facts.Heap.Words,
-			"pager_url": h.IncidentURL(id),
+			"pager_url": l.incidentURL(id),
 		},
 		StartsAt:     inc.Facts.TakenAt,
 		EndsAt:       inc.Facts.TakenAt.Add(FindingFor),
-		GeneratorURL: h.IncidentURL(id),
+		GeneratorURL: l.incidentURL(id),
 	}
 	if a.Labels == nil {
 		a.Labels = map[string]string{}
@@ -133,7 +133,7 @@ func (h *Handler) postFinding(id string) {
 	// incident, whose finding must not be ended by the last one's.
 	a.Labels[FindingLabel], a.Labels[IncidentLabel] = "heap", id
 	a.Labels[model.AlertNameLabel] += FindingSuffix
-	if now := h.clock.Now(); inc.Status == "resolved" {
+	if now := l.clock.Now(); inc.Status == "resolved" {
 		a.EndsAt = now
 		if now.Before(a.StartsAt) {
 			a.StartsAt = now
@@ -141,20 +141,20 @@ func (h *Handler) postFinding(id string) {
 	}
 	body, err := json.Marshal([]amAlert{a})
 	if err != nil {
-		h.cfg.Log.Error().Err(err).Str("incident", id).Msg("could not encode the heap finding")
+		l.cfg.Log.Error().Err(err).Str("incident", id).Msg("could not encode the heap finding")
 		return
 	}
 	var posts sync.WaitGroup
-	for _, base := range h.cfg.Alertmanagers {
+	for _, base := range l.cfg.Alertmanagers {
 		posts.Go(func() {
-			err := h.postRetried(base+"/api/v2/alerts", body)
+			err := l.postRetried(base+"/api/v2/alerts", body)
 			result := "ok"
 			if err != nil {
 				result = "error"
-				h.cfg.Log.Error().Err(err).Str("incident", id).Str("alertmanager", base).Str("status", inc.Status).
+				l.cfg.Log.Error().Err(err).Str("incident", id).Str("alertmanager", base).Str("status", inc.Status).
 					Msg("could not post the heap finding: its message goes without it")
 			}
-			h.findings.WithLabelValues(result).Inc()
+			l.findings.WithLabelValues(result).Inc()
 		})
 	}
 	posts.Wait()
@@ -168,14 +168,14 @@ const findingTries = 3
 
 // postRetried posts body to url up to findingTries times, each bounded by
 // FactsTimeout, until one succeeds or the pager closes.
-func (h *Handler) postRetried(url string, body []byte) error {
+func (l *Lifecycle) postRetried(url string, body []byte) error {
 	var err error
 	for try := range findingTries {
-		if try > 0 && h.clock.Sleep(h.captureCtx, time.Duration(try)*time.Second) != nil {
+		if try > 0 && l.clock.Sleep(l.captureCtx, time.Duration(try)*time.Second) != nil {
 			break
 		}
-		ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
-		err = h.post(ctx, url, body)
+		ctx, cancel := context.WithTimeout(l.captureCtx, l.cfg.FactsTimeout)
+		err = l.post(ctx, url, body)
 		cancel()
 		if err == nil {
 			return nil
@@ -192,13 +192,13 @@ func fnv32(s string) uint32 {
 }
 
 // post sends one JSON body and wants a 200.
-func (h *Handler) post(ctx context.Context, url string, body []byte) error {
+func (l *Lifecycle) post(ctx context.Context, url string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.cfg.Client.Do(req)
+	resp, err := l.cfg.Client.Do(req)
 	if err != nil {
 		return fmt.Errorf("posting to %s: %w", url, err)
 	}

@@ -1,4 +1,4 @@
-package webhook
+package lifecycle_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"burnlab/pager/internal/lifecycle"
 
 	"burnlab/pager/internal/flight"
 	"burnlab/shared/service"
@@ -37,12 +37,12 @@ func TestAPageTakesTheFlightRecordersSnapshot(t *testing.T) {
 	gw := httptest.NewServer(fr)
 	defer gw.Close()
 
-	p := newPagerIn(t, t.TempDir(), gatewayPprof(t), "", func(c *Config) { c.TraceURL = gw.URL + service.FlightRecorderPath })
+	p := newPagerIn(t, t.TempDir(), gatewayPprof(t), func(c *lifecycle.Config) { c.TraceURL = gw.URL + service.FlightRecorderPath })
 	start := time.Now().UTC().Truncate(time.Second)
 	if status, _ := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
 		t.Fatal(status)
 	}
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 	inc := all(p.st)[0]
 	if inc.Profile == nil || inc.Profile.Error != "" || inc.Profile.Trace == nil {
 		t.Fatalf("profile %+v", inc.Profile)
@@ -54,14 +54,14 @@ func TestAPageTakesTheFlightRecordersSnapshot(t *testing.T) {
 	if r, ok := tr.Find("req-in-trace"); !ok || !r.Began || !r.Ended || r.Seconds < 0.015 {
 		t.Errorf("the request in the snapshot: %+v (found %v)", r, ok)
 	}
-	if fi, err := os.Stat(filepath.Join(p.dir, tr.File)); err != nil || fi.Size() != tr.Bytes {
+	if fi, err := os.Stat(filepath.Join(p.Dir, tr.File)); err != nil || fi.Size() != tr.Bytes {
 		t.Fatalf("trace file %s: %v", tr.File, err)
 	}
 	if n := p.st.Shares(tr.File); n != 1 {
 		t.Errorf("the trace file has %d incidents, want 1: retention removes it with its incident", n)
 	}
 	for _, path := range []string{"/incidents/" + inc.ID + "/trace", "/api/incidents/" + inc.ID + "/trace"} {
-		resp, err := p.srv.Client().Get(p.srv.URL + path)
+		resp, err := p.Srv.Client().Get(p.Srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,31 +74,31 @@ func TestAPageTakesTheFlightRecordersSnapshot(t *testing.T) {
 			t.Errorf("%s is not a trace: %v", path, err)
 		}
 	}
-	if resp, err := p.srv.Client().Get(p.srv.URL + "/incidents/nope/trace"); err != nil || resp.StatusCode != 404 {
+	if resp, err := p.Srv.Client().Get(p.Srv.URL + "/incidents/nope/trace"); err != nil || resp.StatusCode != 404 {
 		t.Errorf("an unknown incident's trace: %v", err)
 	} else {
 		resp.Body.Close()
 	}
-	if got := testutil.ToFloat64(p.h.trace.fetches.WithLabelValues("ok")); got != 1 {
+	if got := p.counter(t, "pager_trace_fetches_total", map[string]string{"result": "ok"}); got != 1 {
 		t.Errorf("ok fetches %v, want 1", got)
 	}
-	if !strings.Contains(p.logs.String(), `"slowest_in_trace":"`) {
+	if !strings.Contains(p.Logs.String(), `"slowest_in_trace":"`) {
 		t.Error("the page-time log line does not name the snapshot's slowest request")
 	}
 
 	// The flight recorder off: the profile is kept, the trace says why not.
 	fr.Stop()
-	p = newPagerIn(t, t.TempDir(), gatewayPprof(t), "", func(c *Config) { c.TraceURL = gw.URL + service.FlightRecorderPath })
+	p = newPagerIn(t, t.TempDir(), gatewayPprof(t), func(c *lifecycle.Config) { c.TraceURL = gw.URL + service.FlightRecorderPath })
 	if status, _ := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
 		t.Fatal(status)
 	}
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 	inc = all(p.st)[0]
 	if inc.Profile == nil || inc.Profile.Error != "" || len(inc.Profile.Top) == 0 || inc.Profile.Trace == nil ||
 		!strings.Contains(inc.Profile.Trace.Error, "503") || inc.Profile.Trace.File != "" {
 		t.Fatalf("profile %+v, trace %+v", inc.Profile, inc.Profile.Trace)
 	}
-	if got := testutil.ToFloat64(p.h.trace.fetches.WithLabelValues("error")); got != 1 {
+	if got := p.counter(t, "pager_trace_fetches_total", map[string]string{"result": "error"}); got != 1 {
 		t.Errorf("error fetches %v, want 1", got)
 	}
 }

@@ -1,4 +1,4 @@
-package webhook
+package web
 
 import (
 	"encoding/json"
@@ -10,15 +10,24 @@ import (
 
 	"burnlab/pager/internal/store"
 	"burnlab/shared/incident"
+	"burnlab/shared/openai"
 )
 
-// IncidentURL is an incident's page in the web UI, or "" without an
-// external URL.
-func (h *Handler) IncidentURL(id string) string {
-	if h.cfg.ExternalURL == "" {
+// IncidentURL is an incident's page in the web UI (the route "GET
+// /incidents/{id}" New serves) under base, the pager's external URL: the
+// API's incidents, the webhook's log lines and the lifecycle's findings
+// link to it. "" without a base.
+func IncidentURL(base, id string) string {
+	if base == "" {
 		return ""
 	}
-	return h.cfg.ExternalURL + "/incidents/" + id
+	return strings.TrimRight(base, "/") + "/incidents/" + url.PathEscape(id)
+}
+
+// apiError answers an API request in the error shape every burnlab
+// process uses (OpenAI's): the API refuses only a request's mistakes.
+func apiError(w http.ResponseWriter, status int, msg string) {
+	openai.WriteError(w, status, "invalid_request_error", msg)
 }
 
 // listIncidents serves one page of the incidents, newest first, as a JSON
@@ -29,16 +38,16 @@ func (h *Handler) IncidentURL(id string) string {
 func (h *Handler) listIncidents(w http.ResponseWriter, r *http.Request) {
 	f, number, err := store.ParseQuery(r.URL.Query())
 	if err != nil {
-		fail(w, http.StatusBadRequest, err.Error())
+		apiError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	page := h.cfg.Store.List(f, number, store.PageSize)
 	if page.Number > page.Pages {
-		fail(w, http.StatusBadRequest, fmt.Sprintf("page %d is past the last, %d", page.Number, page.Pages))
+		apiError(w, http.StatusBadRequest, fmt.Sprintf("page %d is past the last, %d", page.Number, page.Pages))
 		return
 	}
 	for i := range page.Incidents {
-		page.Incidents[i].URL = h.IncidentURL(page.Incidents[i].ID)
+		page.Incidents[i].URL = IncidentURL(h.cfg.ExternalURL, page.Incidents[i].ID)
 	}
 	link := func(n int, rel string) string {
 		return fmt.Sprintf(`<%s>; rel="%s"`, (&url.URL{Path: r.URL.Path, RawQuery: f.Values(n).Encode()}).String(), rel)
@@ -63,10 +72,10 @@ func (h *Handler) listIncidents(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) getIncident(w http.ResponseWriter, r *http.Request) {
 	inc, ok := h.cfg.Store.Incident(r.PathValue("id"))
 	if !ok {
-		fail(w, http.StatusNotFound, "no incident "+r.PathValue("id"))
+		apiError(w, http.StatusNotFound, "no incident "+r.PathValue("id"))
 		return
 	}
-	inc.URL = h.IncidentURL(inc.ID)
+	inc.URL = IncidentURL(h.cfg.ExternalURL, inc.ID)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(inc)
 }
@@ -87,7 +96,7 @@ func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) getDelta(w http.ResponseWriter, r *http.Request) {
 	which := r.PathValue("which")
 	if which != "before" && which != "during" {
-		fail(w, http.StatusNotFound, "no delta profile "+which+": want before or during")
+		apiError(w, http.StatusNotFound, "no delta profile "+which+": want before or during")
 		return
 	}
 	h.serveProfile(w, r, which+" delta profile", func(inc incident.Incident) string {
@@ -111,16 +120,27 @@ func (h *Handler) serveProfile(w http.ResponseWriter, r *http.Request, what stri
 		name = file(inc)
 	}
 	if name == "" {
-		fail(w, http.StatusNotFound, "no "+what+" for incident "+id)
+		apiError(w, http.StatusNotFound, "no "+what+" for incident "+id)
 		return
 	}
 	f, fi, err := h.cfg.Store.OpenProfile(name)
 	if err != nil {
 		h.cfg.Log.Warn().Err(err).Str("incident", id).Str("what", what).Msg("not serving the incident's profile")
-		fail(w, http.StatusNotFound, "no "+what+" for incident "+id)
+		apiError(w, http.StatusNotFound, "no "+what+" for incident "+id)
 		return
 	}
 	defer f.Close()
 	w.Header().Set("Content-Type", "application/octet-stream")
 	http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
+}
+
+// getTrace serves an incident's page-time flight-recorder snapshot, for
+// `go tool trace`.
+func (h *Handler) getTrace(w http.ResponseWriter, r *http.Request) {
+	h.serveProfile(w, r, "flight-recorder trace", func(inc incident.Incident) string {
+		if inc.Profile == nil || inc.Profile.Trace == nil {
+			return ""
+		}
+		return inc.Profile.Trace.File
+	})
 }

@@ -1,4 +1,4 @@
-package webhook
+package lifecycle
 
 import (
 	"context"
@@ -24,26 +24,26 @@ type capture struct {
 }
 
 // register decides the captures of a notification's new alerts; the
-// caller holds h.ordering, from storing the notification on. A resolve
+// caller holds l.ordering, from storing the notification on. A resolve
 // whose page's capture was not registered yet would find none to wait for
 // and, the page having no profile yet, take none after.
-func (h *Handler) register(accepted []store.Accepted) []capture {
+func (l *Lifecycle) register(accepted []store.Accepted) []capture {
 	out := make([]capture, len(accepted))
-	if len(h.rules.Rules) == 0 {
+	if len(l.rules.Rules) == 0 {
 		return out
 	}
 	for i, a := range accepted {
 		if a.Fired {
 			// Joined here, in the order the pages arrived.
-			out[i].shot, out[i].done = h.join(a, "page", h.clock.Now()), make(chan struct{})
-			h.mu.Lock()
-			h.pageCaptures[a.Incident] = out[i].done
-			h.mu.Unlock()
+			out[i].shot, out[i].done = l.join(a, "page", l.clock.Now()), make(chan struct{})
+			l.mu.Lock()
+			l.pageCaptures[a.Incident] = out[i].done
+			l.mu.Unlock()
 		}
 		if a.Cleared {
-			h.mu.Lock()
-			out[i].after, out[i].pending = true, h.pageCaptures[a.Incident]
-			h.mu.Unlock()
+			l.mu.Lock()
+			out[i].after, out[i].pending = true, l.pageCaptures[a.Incident]
+			l.mu.Unlock()
 		}
 	}
 	return out
@@ -53,7 +53,7 @@ func (h *Handler) register(accepted []store.Accepted) []capture {
 // directory: made only of the alert's validated fingerprint, its start and
 // a fixed suffix ("" at page time, "-after" once resolved).
 func profileName(a store.Alert, suffix string) (string, error) {
-	if !validFingerprint(a.Fingerprint) {
+	if !store.ValidFingerprint(a.Fingerprint) {
 		return "", fmt.Errorf("no profile file for fingerprint %.40q", a.Fingerprint)
 	}
 	return fmt.Sprintf("%s-%d%s.pb.gz", a.Fingerprint, a.StartsAt.Unix(), suffix), nil
@@ -81,15 +81,15 @@ type shot struct {
 // join returns the shot that serves a capture for a at now, making one if
 // none does. An alert that no rule takes, or whose file cannot be named,
 // gets a shot that is done already and says why.
-func (h *Handler) join(a store.Accepted, kind string, now time.Time) *shot {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (l *Lifecycle) join(a store.Accepted, kind string, now time.Time) *shot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	s := &shot{at: now, kind: kind, done: make(chan struct{})}
 	suffix := ""
 	if kind == "after" {
 		suffix = "-after"
 	}
-	rule, err := h.rules.Match(a.Alert.Labels)
+	rule, err := l.rules.Match(a.Alert.Labels)
 	if err == nil {
 		s.name, err = profileName(a.Alert, suffix)
 	}
@@ -98,56 +98,56 @@ func (h *Handler) join(a store.Accepted, kind string, now time.Time) *shot {
 		close(s.done)
 		return s
 	}
-	window := h.cfg.ProfileWindow
-	last := h.last[rule.Name]
+	window := l.cfg.ProfileWindow
+	last := l.last[rule.Name]
 	if l := last; l != nil && (!l.at.Before(now) || kind == "page" && now.Sub(l.at) < window) {
 		return l
 	}
 	if l := last; l != nil && now.Sub(l.at) < window {
 		s.at = l.at.Add(window)
 	}
-	s.rule, h.last[rule.Name] = rule, s
-	h.captures.Go(func() { h.take(s, a.Incident) })
+	s.rule, l.last[rule.Name] = rule, s
+	l.captures.Go(func() { l.take(s, a.Incident) })
 	return s
 }
 
 // take waits for the shot's start and a free fetch, and fetches.
-func (h *Handler) take(s *shot, by string) {
+func (l *Lifecycle) take(s *shot, by string) {
 	defer close(s.done)
-	if wait := s.at.Sub(h.clock.Now()); wait > 0 && h.clock.Sleep(h.waits, wait) != nil {
+	if wait := s.at.Sub(l.clock.Now()); wait > 0 && l.clock.Sleep(l.waits, wait) != nil {
 		s.p = incident.Profile{Error: "the pager stopped before the capture's window came", TakenAt: time.Now()}
 		return
 	}
 	select {
-	case h.fetching <- struct{}{}:
-		defer func() { <-h.fetching }()
-	case <-h.captureCtx.Done():
+	case l.fetching <- struct{}{}:
+		defer func() { <-l.fetching }()
+	case <-l.captureCtx.Done():
 		s.p = incident.Profile{Error: "the pager stopped before the capture's turn came", TakenAt: time.Now()}
 		return
 	}
-	p, err := h.fetch(s.rule, s.name)
+	p, err := l.fetch(s.rule, s.name)
 	var tr *incident.Trace
 	if s.rule.TraceURL != "" {
 		// Right after the profile, on a timeout of its own: the two
 		// look at the same seconds, and one failing keeps the other.
-		tctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
-		tr = h.snapshot(tctx, s.rule.TraceURL, s.name)
+		tctx, cancel := context.WithTimeout(l.captureCtx, l.cfg.ProfileTimeout)
+		tr = l.snapshot(tctx, s.rule.TraceURL, s.name)
 		cancel()
 		if tr.Error != "" {
-			h.cfg.Log.Error().Str("error", tr.Error).Str("incident", by).Str("when", s.kind).Msg("flight-recorder snapshot not taken or not split")
+			l.cfg.Log.Error().Str("error", tr.Error).Str("incident", by).Str("when", s.kind).Msg("flight-recorder snapshot not taken or not split")
 		}
 	}
 	if err != nil {
-		h.fetches.WithLabelValues("error").Inc()
-		h.cfg.Log.Error().Err(err).Str("incident", by).Str("when", s.kind).Msg("profile capture failed")
+		l.fetches.WithLabelValues("error").Inc()
+		l.cfg.Log.Error().Err(err).Str("incident", by).Str("when", s.kind).Msg("profile capture failed")
 		s.p = incident.Profile{Error: err.Error(), TakenAt: time.Now(), Trace: tr, Rule: s.rule.Name, Instances: p.Instances}
 		return
 	}
 	p.Trace = tr
-	h.fetches.WithLabelValues("ok").Inc()
-	msg, ev := "PROFILE top alloc_space at page time", h.cfg.Log.Warn()
+	l.fetches.WithLabelValues("ok").Inc()
+	msg, ev := "PROFILE top alloc_space at page time", l.cfg.Log.Warn()
 	if s.kind == "after" {
-		msg, ev = "PROFILE top alloc_space after resolve", h.cfg.Log.Info()
+		msg, ev = "PROFILE top alloc_space after resolve", l.cfg.Log.Info()
 	}
 	ev = ev.Str("incident", by).Str("rule", p.Rule).Int64("total_bytes", p.Total).Str("file", p.File)
 	if n := len(p.Instances); n > 0 {
@@ -175,36 +175,34 @@ func (h *Handler) take(s *shot, by string) {
 // record waits for the shot and records its profile on a's incident: at
 // page time (kind "page") or after the resolve ("after"). It runs beside
 // the webhook: a slow or dead gateway never delays the page.
-func (h *Handler) record(a store.Accepted, kind string, s *shot) {
+func (l *Lifecycle) record(a store.Accepted, kind string, s *shot) {
 	<-s.done
 	result := "ok"
 	if s.p.Error != "" {
 		result = "error"
 	}
-	h.profiles.WithLabelValues(kind, result).Inc()
-	add := h.cfg.Store.AddProfile
+	l.profiles.WithLabelValues(kind, result).Inc()
+	add, what := l.cfg.Store.AddProfile, "profile"
 	if kind == "after" {
-		add = h.cfg.Store.AddAfterProfile
+		add, what = l.cfg.Store.AddAfterProfile, "profile after the resolve"
 	}
-	if err := add(a.Incident, s.p, time.Now()); err != nil {
-		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store profile record")
-	}
+	l.journal(a.Incident, what, func(at time.Time) error { return add(a.Incident, s.p, at) })
 }
 
 // captureAfter takes the second profile of a resolved page, from the same
 // source and read the same way, so the web UI can show the page-time
 // profile's functions against it. A page with no page-time profile has
 // nothing to compare and gets none.
-func (h *Handler) captureAfter(a store.Accepted) {
+func (l *Lifecycle) captureAfter(a store.Accepted) {
 	id := a.Incident
-	inc, ok := h.cfg.Store.Incident(id)
+	inc, ok := l.cfg.Store.Incident(id)
 	if !ok || inc.Profile == nil || inc.Profile.File == "" || inc.After != nil {
-		h.cfg.Log.Info().Str("incident", id).Msg("no page-time profile to compare with: no profile taken after the resolve")
+		l.cfg.Log.Info().Str("incident", id).Msg("no page-time profile to compare with: no profile taken after the resolve")
 		return
 	}
 	// Asked now, once the page-time profile is in: the shot taken is
 	// younger than both it and the resolve.
-	h.record(a, "after", h.join(a, "after", h.clock.Now()))
+	l.record(a, "after", l.join(a, "after", l.clock.Now()))
 }
 
 // resolveFor is how long the processes of a rule are looked for again
@@ -216,17 +214,17 @@ const resolveFor = 10 * time.Second
 
 // resolve lists the processes of rule r (targets.Resolve), trying again
 // every second for up to resolveFor, each try within the profile timeout.
-func (h *Handler) resolve(r *targets.Rule) ([]targets.Target, error) {
+func (l *Lifecycle) resolve(r *targets.Rule) ([]targets.Target, error) {
 	deadline := time.Now().Add(resolveFor)
 	for {
-		ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.ProfileTimeout)
-		ts, err := targets.Resolve(ctx, h.cfg.Discovery, r)
+		ctx, cancel := context.WithTimeout(l.captureCtx, l.cfg.ProfileTimeout)
+		ts, err := targets.Resolve(ctx, l.cfg.Discovery, r)
 		cancel()
-		if err == nil || len(r.Static) > 0 || h.cfg.Discovery == nil || time.Now().After(deadline) {
+		if err == nil || len(r.Static) > 0 || l.cfg.Discovery == nil || time.Now().After(deadline) {
 			return ts, err
 		}
 		select {
-		case <-h.captureCtx.Done():
+		case <-l.captureCtx.Done():
 			return nil, err
 		case <-time.After(time.Second):
 		}
@@ -239,13 +237,13 @@ func (h *Handler) resolve(r *targets.Rule) ([]targets.Target, error) {
 // takes at most the profile timeout, and so does each process's fetch. The
 // profile names each process, with its own top or why it has none, when
 // the rule found them through Prometheus or lists several.
-func (h *Handler) fetch(r *targets.Rule, name string) (incident.Profile, error) {
+func (l *Lifecycle) fetch(r *targets.Rule, name string) (incident.Profile, error) {
 	p := incident.Profile{Rule: r.Name}
-	ts, err := h.resolve(r)
+	ts, err := l.resolve(r)
 	if err != nil {
 		return p, err
 	}
-	got, err := targets.Fetch(h.captureCtx, h.cfg.Client, ts, r.Concurrency, h.cfg.ProfileTimeout)
+	got, err := targets.Fetch(l.captureCtx, l.cfg.Client, ts, r.Concurrency, l.cfg.ProfileTimeout)
 	if len(r.Jobs) > 0 || len(ts) > 1 {
 		p.Instances = got.Instances
 	}
@@ -255,7 +253,7 @@ func (h *Handler) fetch(r *targets.Rule, name string) (incident.Profile, error) 
 		}
 		return p, err
 	}
-	if err := h.cfg.Store.SaveProfile(name, got.Raw); err != nil {
+	if err := l.cfg.Store.SaveProfile(name, got.Raw); err != nil {
 		return p, fmt.Errorf("storing profile: %w", err)
 	}
 	p.File, p.Total, p.Top, p.TakenAt = path.Join(store.ProfilesDir, name), got.Total, got.Top, time.Now()

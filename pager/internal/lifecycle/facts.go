@@ -1,4 +1,4 @@
-package webhook
+package lifecycle
 
 import (
 	"context"
@@ -38,12 +38,12 @@ type process struct {
 // alert's process is the one the flags name, as it always was. With one,
 // an alert's rule says: the delta sampler samples one rule's process
 // (targets.Rule.Sampled), and another rule's page is not compared on it.
-func (h *Handler) process(labels map[string]string) process {
-	p := process{gcJob: h.cfg.GCJob, deltas: h.cfg.Deltas, noDeltas: "the pager runs without -profile-url: no delta heap profiles to compare"}
-	if h.cfg.Targets == nil {
+func (l *Lifecycle) process(labels map[string]string) process {
+	p := process{gcJob: l.cfg.GCJob, deltas: l.cfg.Deltas, noDeltas: "the pager runs without -profile-url: no delta heap profiles to compare"}
+	if l.cfg.Targets == nil {
 		return p
 	}
-	r, err := h.rules.Match(labels)
+	r, err := l.rules.Match(labels)
 	if err != nil {
 		return process{noDeltas: err.Error()}
 	}
@@ -55,64 +55,62 @@ func (h *Handler) process(labels map[string]string) process {
 }
 
 // readFacts reads a new page's or ticket's facts (incident.Facts) and journals them.
-// It runs beside the webhook, tracked by h.captures: a slow or dead
+// It runs beside the webhook, tracked by l.captures: a slow or dead
 // Prometheus never delays the page, and Close waits for it (or, past its
 // context, cancels its queries).
-func (h *Handler) readFacts(a store.Accepted) {
-	proc := h.process(a.Alert.Labels)
-	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
-	f := h.cfg.Prometheus.Facts(ctx, promfacts.AlertOf(a.Alert.Labels, a.Alert.Annotations, a.Alert.StartsAt))
-	if proc.gcJob != "" && h.cfg.Prometheus != nil {
-		f.GC = h.cfg.Prometheus.GC(ctx, proc.gcJob, f.BurnFrom, a.Alert.StartsAt)
+func (l *Lifecycle) readFacts(a store.Accepted) {
+	proc := l.process(a.Alert.Labels)
+	ctx, cancel := context.WithTimeout(l.captureCtx, l.cfg.FactsTimeout)
+	f := l.cfg.Prometheus.Facts(ctx, promfacts.AlertOf(a.Alert.Labels, a.Alert.Annotations, a.Alert.StartsAt))
+	if proc.gcJob != "" && l.cfg.Prometheus != nil {
+		f.GC = l.cfg.Prometheus.GC(ctx, proc.gcJob, f.BurnFrom, a.Alert.StartsAt)
 		if f.GC.Error != "" {
 			f.Errors = append(f.Errors, "the GC: "+f.GC.Error)
 		}
 	}
 	cancel()
-	f.Heap = h.heapChange(a, f.BurnFrom, proc)
+	f.Heap = l.heapChange(a, f.BurnFrom, proc)
 	if f.Heap.Error != "" {
 		f.Errors = append(f.Errors, "the heap: "+f.Heap.Error)
 	}
 	if fn := growthFunction(f.Heap, proc.deltas, a.Alert.StartsAt); fn != "" {
-		f.Heap.Growth = h.growth(a.Incident, fn, proc.deltas)
+		f.Heap.Growth = l.growth(a.Incident, fn, proc.deltas)
 		if g := f.Heap.Growth; g.Error != "" {
 			f.Errors = append(f.Errors, "the growth: "+g.Error)
 		}
 	}
 	f.TakenAt = time.Now()
-	if err := h.cfg.Store.AddFacts(a.Incident, f, f.TakenAt); err != nil {
-		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store the facts record")
+	if !l.journal(a.Incident, "facts", func(time.Time) error { return l.cfg.Store.AddFacts(a.Incident, f, f.TakenAt) }) {
 		return
 	}
-	ev := h.cfg.Log.Warn()
+	ev := l.cfg.Log.Warn()
 	if len(f.Errors) > 0 {
 		ev = ev.Strs("not_read", f.Errors)
 	}
 	ev.Str("incident", a.Incident).Str("facts", f.Summary()).Msg("FACTS at page time")
-	h.postFinding(a.Incident)
+	l.postFinding(a.Incident)
 }
 
 // readGCAfter reads the collector's share over the minute after a page's
 // resolve reached the pager, once Prometheus has scraped its end, and
 // journals it: the after of the facts' before and during, which with the
 // fix deployed falls back. A pager stopped in between reads none.
-func (h *Handler) readGCAfter(a store.Accepted) {
-	job := h.process(a.Alert.Labels).gcJob
+func (l *Lifecycle) readGCAfter(a store.Accepted) {
+	job := l.process(a.Alert.Labels).gcJob
 	if job == "" {
 		return
 	}
-	resolved := h.clock.Now()
-	if h.clock.Sleep(h.waits, promfacts.AfterWindow+afterScrape) != nil {
+	resolved := l.clock.Now()
+	if l.clock.Sleep(l.waits, promfacts.AfterWindow+afterScrape) != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(h.captureCtx, h.cfg.FactsTimeout)
-	g := h.cfg.Prometheus.GCAfter(ctx, job, resolved)
+	ctx, cancel := context.WithTimeout(l.captureCtx, l.cfg.FactsTimeout)
+	g := l.cfg.Prometheus.GCAfter(ctx, job, resolved)
 	cancel()
-	if err := h.cfg.Store.AddGCAfter(a.Incident, *g, time.Now()); err != nil {
-		h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store the GC after the resolve")
+	if !l.journal(a.Incident, "GC after the resolve", func(at time.Time) error { return l.cfg.Store.AddGCAfter(a.Incident, *g, at) }) {
 		return
 	}
-	ev := h.cfg.Log.Info()
+	ev := l.cfg.Log.Info()
 	if g.Error != "" {
 		ev = ev.Str("not_read", g.Error)
 	}
@@ -150,7 +148,7 @@ func growthFunction(c *incident.HeapChange, deltas Deltas, fired time.Time) stri
 // substitute: its increase over a 10 s window scraped every 5 s put a
 // long stream in the next window as often as in its own, and that noise
 // fitted the baseline's quadratic Append as n^1.2, "linear".
-func (h *Handler) growth(id, fn string, deltas Deltas) *incident.Growth {
+func (l *Lifecycle) growth(id, fn string, deltas Deltas) *incident.Growth {
 	var ws []heapdelta.Window
 	for _, s := range deltas.Samples() {
 		if s.Lengths == nil {
@@ -166,7 +164,7 @@ func (h *Handler) growth(id, fn string, deltas Deltas) *incident.Growth {
 		return &incident.Growth{Function: fn, Error: NoLengths}
 	}
 	g := heapdelta.FitGrowth(fn, ws)
-	h.logWindows(id, fn, ws, g)
+	l.logWindows(id, fn, ws, g)
 	return &incident.Growth{Function: fn, Fitted: g.Fitted, Exponent: g.Exponent, StdErr: g.StdErr, R2: g.R2, Windows: g.Windows, Spread: g.Spread, Words: g.Words}
 }
 
@@ -175,14 +173,14 @@ func (h *Handler) growth(id, fn string, deltas Deltas) *incident.Growth {
 // window without the function's bytes, which the fit leaves out) without
 // the pager's memory. At most the newest maxLoggedWindows, about 70
 // bytes each, keep the line within what log shippers take whole.
-func (h *Handler) logWindows(id, fn string, ws []heapdelta.Window, g heapdelta.Growth) {
+func (l *Lifecycle) logWindows(id, fn string, ws []heapdelta.Window, g heapdelta.Growth) {
 	ws = ws[max(0, len(ws)-maxLoggedWindows):]
 	from := make([]string, len(ws))
 	bytes, sumN, sumN2 := make([]float64, len(ws)), make([]float64, len(ws)), make([]float64, len(ws))
 	for i, w := range ws {
 		from[i], bytes[i], sumN[i], sumN2[i] = w.From.UTC().Format(time.RFC3339), w.Bytes, w.SumN, w.SumN2
 	}
-	h.cfg.Log.Info().Str("incident", id).Str("function", fn).Bool("fitted", g.Fitted).Float64("exponent", g.Exponent).Float64("stderr", g.StdErr).
+	l.cfg.Log.Info().Str("incident", id).Str("function", fn).Bool("fitted", g.Fitted).Float64("exponent", g.Exponent).Float64("stderr", g.StdErr).
 		Int("windows_fitted", g.Windows).Float64("spread", g.Spread).Strs("from", from).Floats64("bytes", bytes).Floats64("sum_n", sumN).Floats64("sum_n2", sumN2).Msg("growth fit's delta windows")
 }
 
@@ -204,7 +202,7 @@ const afterScrape = 15 * time.Second
 // start less the long window of the pair the facts are read over) to the
 // alert's start. The two deltas are saved beside the page's profile, so
 // pprof's UI can show their difference.
-func (h *Handler) heapChange(a store.Accepted, burnFrom time.Time, proc process) *incident.HeapChange {
+func (l *Lifecycle) heapChange(a store.Accepted, burnFrom time.Time, proc process) *incident.HeapChange {
 	if proc.deltas == nil {
 		return &incident.HeapChange{Error: proc.noDeltas}
 	}
@@ -216,7 +214,7 @@ func (h *Handler) heapChange(a store.Accepted, burnFrom time.Time, proc process)
 	// A page that arrives within heapdelta.Slack of the alert's start may
 	// come before the delta open at that moment ends: that one is worth
 	// the wait, and the facts are beside the page, never in its way.
-	if wait := fired.Add(heapdelta.Slack).Sub(h.clock.Now()); !ok && wait > 0 && h.clock.Sleep(h.waits, wait) == nil {
+	if wait := fired.Add(heapdelta.Slack).Sub(l.clock.Now()); !ok && wait > 0 && l.clock.Sleep(l.waits, wait) == nil {
 		before, during, reason, ok = heapdelta.Pick(proc.deltas.Samples(), burnFrom, fired)
 	}
 	if !ok {
@@ -237,12 +235,12 @@ func (h *Handler) heapChange(a store.Accepted, burnFrom time.Time, proc process)
 	}{{"-delta-before", before.Raw, &c.BeforeFile}, {"-delta-during", during.Raw, &c.DuringFile}} {
 		name, err := profileName(a.Alert, d.suffix)
 		if err == nil {
-			err = h.cfg.Store.SaveProfile(name, d.raw)
+			err = l.cfg.Store.SaveProfile(name, d.raw)
 		}
 		if err != nil {
 			// The verdict stands without the files; only the links to
 			// pprof's view of the difference go.
-			h.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store a delta heap profile")
+			l.cfg.Log.Error().Err(err).Str("incident", a.Incident).Msg("could not store a delta heap profile")
 			c.BeforeFile, c.DuringFile = "", ""
 			break
 		}

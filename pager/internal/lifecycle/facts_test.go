@@ -1,4 +1,4 @@
-package webhook
+package lifecycle_test
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"burnlab/pager/internal/lifecycle"
 
 	"github.com/google/pprof/profile"
 
@@ -69,7 +71,13 @@ func (d deltas) Samples() []heapdelta.Sample { return d }
 // newFactsPager is a pager reading facts from the Prometheus at promURL
 // ("" for none) and the deltas d (nil for none), and posting its findings
 // to the Alertmanagers ams.
-func newFactsPager(t *testing.T, promURL string, d Deltas, timeout time.Duration, ams ...string) *pager {
+func newFactsPager(t *testing.T, promURL string, d lifecycle.Deltas, timeout time.Duration, ams ...string) *pager {
+	t.Helper()
+	return newPagerIn(t, t.TempDir(), "", factsConfig(t, promURL, d, timeout, ams...))
+}
+
+// factsConfig sets what newFactsPager's pager reads its facts from.
+func factsConfig(t *testing.T, promURL string, d lifecycle.Deltas, timeout time.Duration, ams ...string) func(*lifecycle.Config) {
 	t.Helper()
 	var prom *promfacts.Client
 	if promURL != "" {
@@ -78,9 +86,9 @@ func newFactsPager(t *testing.T, promURL string, d Deltas, timeout time.Duration
 			t.Fatal(err)
 		}
 	}
-	return newPagerIn(t, t.TempDir(), "", "", func(c *Config) {
+	return func(c *lifecycle.Config) {
 		c.Prometheus, c.Deltas, c.FactsTimeout, c.Alertmanagers, c.ExternalURL = prom, d, timeout, ams, "http://pager.test"
-	})
+	}
 }
 
 const exemplarSeries = `gateway_stream_duration_seconds_bucket{route="/v1/chat/stream"}`
@@ -100,7 +108,7 @@ func burnAlert(start time.Time, annotations map[string]string) map[string]any {
 // facts waits for the Handler's work and returns the one incident's facts.
 func (p *pager) facts(t *testing.T) (incident.Incident, *incident.Facts) {
 	t.Helper()
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 	incs := all(p.st)
 	if len(incs) != 1 || incs[0].Facts == nil {
 		t.Fatalf("no facts: %+v", incs)
@@ -208,10 +216,10 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 		if want := fmt.Sprintf("profiles/%s-%d-delta-%s.pb.gz", fingerprint("page"), start.Unix(), which); file != want {
 			t.Errorf("%s file %q, want %q", which, file, want)
 		}
-		if _, err := os.Stat(filepath.Join(p.dir, file)); err != nil {
+		if _, err := os.Stat(filepath.Join(p.Dir, file)); err != nil {
 			t.Error(err)
 		}
-		resp, err := http.Get(p.srv.URL + "/api/incidents/" + inc.ID + "/delta/" + which)
+		resp, err := http.Get(p.Srv.URL + "/api/incidents/" + inc.ID + "/delta/" + which)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +230,7 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/api/incidents/" + inc.ID + "/delta/after", "/api/incidents/nope/delta/before"} {
-		resp, err := http.Get(p.srv.URL + path)
+		resp, err := http.Get(p.Srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +241,7 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 	}
 
 	// The API's JSON, in the names the e2e reads.
-	resp, err := http.Get(p.srv.URL + "/api/incidents/" + inc.ID)
+	resp, err := http.Get(p.Srv.URL + "/api/incidents/" + inc.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +254,7 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 			t.Errorf("the API's incident lacks %s:\n%s", want, body)
 		}
 	}
-	if !strings.Contains(fmt.Sprint(inc.Timeline), "facts read from Prometheus: fired through 2m/4m over 6x") || !strings.Contains(p.logs.String(), "FACTS at page time") {
+	if !strings.Contains(fmt.Sprint(inc.Timeline), "facts read from Prometheus: fired through 2m/4m over 6x") || !strings.Contains(p.Logs.String(), "FACTS at page time") {
 		t.Errorf("no facts line in the timeline %v or the log", inc.Timeline)
 	}
 
@@ -261,7 +269,7 @@ func TestANewPageGetsItsFacts(t *testing.T) {
 	ticket := with(burnAlert(start, nil), "fingerprint", fingerprint("ticket"))
 	ticket["labels"].(map[string]string)["severity"] = "ticket"
 	p.post(t, "/webhook/ticket", notification(ticket))
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 	if got := len(prom.Asked()); got == n {
 		t.Error("a ticket asked Prometheus nothing")
 	}
@@ -322,7 +330,7 @@ func testGrowth(t *testing.T, start time.Time, burnSince time.Duration) {
 		t.Fatalf("growth %+v", g)
 	}
 	// The log holds the points the fit read, so a verdict can be checked.
-	if logs := p.logs.String(); !strings.Contains(logs, `"sum_n":[1000,1000,1000,1000,2000,2000,2000,2000]`) || !strings.Contains(logs, `"bytes":[10000000,`) {
+	if logs := p.Logs.String(); !strings.Contains(logs, `"sum_n":[1000,1000,1000,1000,2000,2000,2000,2000]`) || !strings.Contains(logs, `"bytes":[10000000,`) {
 		t.Errorf("log holds no fit's windows:\n%s", logs)
 	}
 	for _, q := range prom.Asked() {
@@ -330,11 +338,11 @@ func testGrowth(t *testing.T, start time.Time, burnSince time.Duration) {
 			t.Errorf("asked Prometheus %s: the counts are the deltas' own", q.Query)
 		}
 	}
-	// Deltas without the gateway's stream counts: the page says so.
+	// lifecycle.Deltas without the gateway's stream counts: the page says so.
 	p2 := newFactsPager(t, prom.URL, uncounted, 0)
 	p2.post(t, "/webhook/page", notification(burnAlert(start, nil)))
 	_, f2 := p2.facts(t)
-	if g := f2.Heap.Growth; g == nil || g.Fitted || g.Error != NoLengths || !slices.Contains(f2.Errors, "the growth: "+NoLengths) {
+	if g := f2.Heap.Growth; g == nil || g.Fitted || g.Error != lifecycle.NoLengths || !slices.Contains(f2.Errors, "the growth: "+lifecycle.NoLengths) {
 		t.Errorf("growth %+v, errors %q: want the missing counts said", g, f2.Errors)
 	}
 }
@@ -432,9 +440,8 @@ func TestAPageReadsTheGCOfItsJob(t *testing.T) {
 		start := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 		prom.SetBefore("go_cpu_classes_gc_total", start.Add(-time.Minute), "0.04")
 		prom.Set("go_cpu_classes_gc_total", "0.61")
-		p := newFactsPager(t, prom.URL, nil, 0)
 		clk := newFakeClock(time.Now())
-		p.h.cfg.GCJob, p.h.clock = job, clk
+		p := newPagerIn(t, t.TempDir(), "", factsConfig(t, prom.URL, nil, 0), func(c *lifecycle.Config) { c.GCJob, c.Clock = job, clk })
 		if status, body := p.post(t, "/webhook/page", notification(burnAlert(start, nil))); status != 200 {
 			t.Fatalf("%d %s", status, body)
 		}

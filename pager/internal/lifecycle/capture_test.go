@@ -1,8 +1,7 @@
-package webhook
+package lifecycle_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"burnlab/pager/internal/alerttest"
+	"burnlab/pager/internal/lifecycle"
 
 	"burnlab/pager/internal/store"
 	"burnlab/shared/pproftop/pproftoptest"
@@ -128,22 +128,16 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.waiters = kept
 }
 
-// pageFor is the incident of alert i of a storm started at start.
-func pageFor(i int, start time.Time) string {
-	return store.IncidentID(&store.Alert{Fingerprint: fingerprint(fmt.Sprint("sloth ", i)), StartsAt: start})
-}
-
 // An alert storm costs the gateway one profile per window: 250 distinct
 // pages over 50 s, one group of 200 and then 50 notifications of their own
 // a second apart (some of them at once), make one fetch, and every
 // incident refers to that one profile.
 func TestAStormOfPagesSharesOneProfile(t *testing.T) {
 	gw := newFakeGateway(t)
-	p := newPager(t, gw.url(), "")
 	clk := newFakeClock(time.Date(2026, 12, 1, 3, 12, 0, 0, time.UTC))
-	p.h.cfg.ProfileWindow, p.h.clock = time.Minute, clk
+	p := newPagerIn(t, t.TempDir(), gw.url(), func(c *lifecycle.Config) { c.ProfileWindow, c.Clock = time.Minute, clk })
 	start := time.Now().UTC().Truncate(time.Second)
-	if status, body := p.post(t, "/webhook/page", group(200, start, 0)); status != 200 {
+	if status, body := p.post(t, "/webhook/page", alerttest.Group(200, start, 0)); status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
 	for i := 200; i < 250; i += 5 {
@@ -151,24 +145,24 @@ func TestAStormOfPagesSharesOneProfile(t *testing.T) {
 		var wg sync.WaitGroup
 		for j := i; j < i+5; j++ {
 			wg.Go(func() {
-				if status, body := p.post(t, "/webhook/page", notification(slothAlert(j, start))); status != 200 {
+				if status, body := p.post(t, "/webhook/page", notification(alerttest.SlothAlert(j, start))); status != 200 {
 					t.Errorf("page %d: %d %s", j, status, body)
 				}
 			})
 		}
 		wg.Wait()
 	}
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 
 	if n, _ := gw.counts(); n != 1 {
 		t.Errorf("%d profile fetches from the gateway for 250 pages in one window, want 1", n)
 	}
-	first, _ := p.st.Incident(pageFor(0, start))
+	first, _ := p.st.Incident(alerttest.SlothIncident(0, start))
 	if first.Profile == nil || first.Profile.File == "" || first.Profile.Error != "" {
 		t.Fatalf("first page's profile: %+v", first.Profile)
 	}
 	for i := range 250 {
-		inc, _ := p.st.Incident(pageFor(i, start))
+		inc, _ := p.st.Incident(alerttest.SlothIncident(i, start))
 		if inc.Profile == nil || inc.Profile.File != first.Profile.File {
 			t.Fatalf("page %d: profile %+v, want the shared %s", i, inc.Profile, first.Profile.File)
 		}
@@ -176,14 +170,14 @@ func TestAStormOfPagesSharesOneProfile(t *testing.T) {
 	if n := p.st.Shares(first.Profile.File); n != 250 {
 		t.Errorf("Shares(%s) = %d, want 250", first.Profile.File, n)
 	}
-	files, _ := os.ReadDir(p.dir + "/profiles")
+	files, _ := os.ReadDir(p.Dir + "/profiles")
 	if len(files) != 1 {
 		t.Errorf("%d profile files, want 1", len(files))
 	}
-	if got := testutil.ToFloat64(p.h.fetches.WithLabelValues("ok")); got != 1 {
+	if got := p.counter(t, "pager_profile_fetches_total", map[string]string{"result": "ok"}); got != 1 {
 		t.Errorf("pager_profile_fetches_total{ok} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(p.h.profiles.WithLabelValues("page", "ok")); got != 250 {
+	if got := p.counter(t, "pager_profiles_total", map[string]string{"when": "page", "result": "ok"}); got != 250 {
 		t.Errorf("pager_profiles_total{page,ok} = %v, want 250", got)
 	}
 }
@@ -194,9 +188,8 @@ func TestAStormOfPagesSharesOneProfile(t *testing.T) {
 // page-time one.
 func TestWindowsAndTheProfileAfter(t *testing.T) {
 	gw := newFakeGateway(t)
-	p := newPager(t, gw.url(), "")
 	clk := newFakeClock(time.Date(2026, 12, 1, 3, 12, 0, 0, time.UTC))
-	p.h.cfg.ProfileWindow, p.h.clock = time.Minute, clk
+	p := newPagerIn(t, t.TempDir(), gw.url(), func(c *lifecycle.Config) { c.ProfileWindow, c.Clock = time.Minute, clk })
 	start := time.Now().UTC().Truncate(time.Second)
 	post := func(a map[string]any) {
 		t.Helper()
@@ -205,12 +198,12 @@ func TestWindowsAndTheProfileAfter(t *testing.T) {
 		}
 	}
 	resolved := func(i int) map[string]any {
-		a := slothAlert(i, start)
+		a := alerttest.SlothAlert(i, start)
 		a["status"], a["endsAt"] = "resolved", start.Add(time.Minute).Format(time.RFC3339Nano)
 		return a
 	}
-	post(slothAlert(0, start))
-	post(slothAlert(1, start))
+	post(alerttest.SlothAlert(0, start))
+	post(alerttest.SlothAlert(1, start))
 	clk.Advance(20 * time.Second)
 	post(resolved(0))
 	post(resolved(1))
@@ -226,17 +219,17 @@ func TestWindowsAndTheProfileAfter(t *testing.T) {
 		t.Fatalf("%d fetches before the window ended, want 1", n)
 	}
 	clk.Advance(40 * time.Second)
-	p.h.captures.Wait() // both resolves' captures are recorded
+	p.l.Wait() // both resolves' captures are recorded
 	clk.Advance(2 * time.Minute)
-	post(slothAlert(2, start))
-	p.h.Close(context.Background())
+	post(alerttest.SlothAlert(2, start))
+	p.l.Close(context.Background())
 
 	if n, _ := gw.counts(); n != 3 {
 		t.Errorf("%d fetches, want 3: the page-time one, the one after, the later page's", n)
 	}
-	a, _ := p.st.Incident(pageFor(0, start))
-	b, _ := p.st.Incident(pageFor(1, start))
-	c, _ := p.st.Incident(pageFor(2, start))
+	a, _ := p.st.Incident(alerttest.SlothIncident(0, start))
+	b, _ := p.st.Incident(alerttest.SlothIncident(1, start))
+	c, _ := p.st.Incident(alerttest.SlothIncident(2, start))
 	switch {
 	case a.Profile == nil || a.After == nil || b.Profile == nil || b.After == nil || c.Profile == nil:
 		t.Fatalf("profiles: %+v %+v %+v", a, b, c)
@@ -248,25 +241,24 @@ func TestWindowsAndTheProfileAfter(t *testing.T) {
 }
 
 // Without a window each page fetches its own profile; no more than
-// DefaultMaxFetches are in flight at the gateway at once, and that many are: the
+// lifecycle.DefaultMaxFetches are in flight at the gateway at once, and that many are: the
 // gateway holds every fetch until all pages are in and that many fetches
 // are waiting at it.
 func TestProfileFetchesInFlightAreBounded(t *testing.T) {
-	const limit, pages = DefaultMaxFetches, 12
+	const limit, pages = lifecycle.DefaultMaxFetches, 12
 	gw := holdFakeGateway(t, limit)
-	p := newPager(t, gw.url(), "")
 	clk := newFakeClock(time.Date(2026, 12, 1, 3, 12, 0, 0, time.UTC))
-	p.h.clock = clk
+	p := newPagerIn(t, t.TempDir(), gw.url(), func(c *lifecycle.Config) { c.Clock = clk })
 	start := time.Now().UTC().Truncate(time.Second)
 	for i := range pages {
 		clk.Advance(time.Second)
-		if status, body := p.post(t, "/webhook/page", notification(slothAlert(i, start))); status != 200 {
+		if status, body := p.post(t, "/webhook/page", notification(alerttest.SlothAlert(i, start))); status != 200 {
 			t.Fatalf("%d %s", status, body)
 		}
 	}
 	<-gw.reached
 	close(gw.release)
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 	n, most := gw.counts()
 	if n != pages || most != limit {
 		t.Errorf("%d fetches, at most %d in flight; want %d, and %d", n, most, pages, limit)
@@ -278,18 +270,18 @@ func TestProfileFetchesInFlightAreBounded(t *testing.T) {
 // its profile after, taken after the page-time one.
 func TestAResolveRacingItsFiringGetsTheProfileAfter(t *testing.T) {
 	gw := holdFakeGateway(t, 1)
-	p := newPager(t, gw.url(), "")
-	start := time.Now().UTC().Truncate(time.Second)
-	firing, resolved := slothAlert(0, start), slothAlert(0, start)
-	resolved["status"], resolved["endsAt"] = "resolved", start.Add(time.Minute).Format(time.RFC3339Nano)
-
 	stored, release := make(chan struct{}), make(chan struct{})
-	p.h.stored = func(acc []store.Accepted) {
-		if len(acc) == 1 && acc[0].Fired {
-			close(stored)
-			<-release
+	p := newPagerIn(t, t.TempDir(), gw.url(), func(c *lifecycle.Config) {
+		c.OnStored = func(acc []store.Accepted) {
+			if len(acc) == 1 && acc[0].Fired {
+				close(stored)
+				<-release
+			}
 		}
-	}
+	})
+	start := time.Now().UTC().Truncate(time.Second)
+	firing, resolved := alerttest.SlothAlert(0, start), alerttest.SlothAlert(0, start)
+	resolved["status"], resolved["endsAt"] = "resolved", start.Add(time.Minute).Format(time.RFC3339Nano)
 	paged := make(chan int)
 	go func() {
 		status, _ := p.post(t, "/webhook/page", notification(firing))
@@ -305,9 +297,9 @@ func TestAResolveRacingItsFiringGetsTheProfileAfter(t *testing.T) {
 	}
 	<-gw.reached // the page-time fetch, held at the gateway
 	close(gw.release)
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 
-	inc, _ := p.st.Incident(pageFor(0, start))
+	inc, _ := p.st.Incident(alerttest.SlothIncident(0, start))
 	if inc.Profile == nil || inc.Profile.File == "" || inc.After == nil || inc.After.File == "" {
 		t.Fatalf("profiles: page time %v, after %v", inc.Profile != nil, inc.After != nil)
 	}
@@ -323,15 +315,15 @@ func TestAResolveRacingItsFiringGetsTheProfileAfter(t *testing.T) {
 // profiles too.
 func TestAPageFiredAndResolvedInOneNotificationGetsBothProfiles(t *testing.T) {
 	gw := newFakeGateway(t)
-	p := newPager(t, gw.url(), "")
+	p := newPager(t, gw.url())
 	start := time.Now().UTC().Truncate(time.Second)
-	firing, resolved := slothAlert(0, start), slothAlert(0, start)
+	firing, resolved := alerttest.SlothAlert(0, start), alerttest.SlothAlert(0, start)
 	resolved["status"], resolved["endsAt"] = "resolved", start.Add(time.Minute).Format(time.RFC3339Nano)
 	if status, body := p.post(t, "/webhook/page", notification(firing, resolved)); status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
-	p.h.Close(context.Background())
-	if inc, _ := p.st.Incident(pageFor(0, start)); inc.Profile == nil || inc.After == nil || inc.After.File == inc.Profile.File {
+	p.l.Close(context.Background())
+	if inc, _ := p.st.Incident(alerttest.SlothIncident(0, start)); inc.Profile == nil || inc.After == nil || inc.After.File == inc.Profile.File {
 		t.Fatalf("profiles: page time %v, after %v", inc.Profile != nil, inc.After != nil)
 	}
 }

@@ -1,4 +1,4 @@
-package webhook
+package lifecycle_test
 
 import (
 	"context"
@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"burnlab/pager/internal/lifecycle"
+	"burnlab/shared/amwebhook"
+
 	"burnlab/pager/internal/promfacts/promfactstest"
 )
 
@@ -21,14 +24,14 @@ import (
 type fakeAlertmanager struct {
 	*httptest.Server
 	mu     sync.Mutex
-	posted []amAlert
+	posted []amwebhook.Alert
 	fail   int
 }
 
 func newFakeAlertmanager(t *testing.T, fail int) *fakeAlertmanager {
 	am := &fakeAlertmanager{fail: fail}
 	am.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var alerts []amAlert
+		var alerts []amwebhook.Alert
 		if r.Method != http.MethodPost || r.URL.Path != "/api/v2/alerts" || json.NewDecoder(r.Body).Decode(&alerts) != nil {
 			http.Error(w, "want a POST of alerts to /api/v2/alerts", http.StatusBadRequest)
 			return
@@ -62,7 +65,7 @@ func burningPage(t *testing.T, start time.Time) (*promfactstest.Server, deltas) 
 	}
 }
 
-func (am *fakeAlertmanager) alerts() []amAlert {
+func (am *fakeAlertmanager) alerts() []amwebhook.Alert {
 	am.mu.Lock()
 	defer am.mu.Unlock()
 	return slices.Clone(am.posted)
@@ -94,7 +97,7 @@ func TestThePagesHeapFindingGoesToAlertmanager(t *testing.T) {
 		}
 		a := got[0]
 		want := maps.Clone(page["labels"].(map[string]string))
-		want[FindingLabel], want[IncidentLabel], want["alertname"] = "heap", inc.ID, "LLMGatewayStreamLatencyBudgetBurnHeapFinding"
+		want[lifecycle.FindingLabel], want[lifecycle.IncidentLabel], want["alertname"] = "heap", inc.ID, "LLMGatewayStreamLatencyBudgetBurnHeapFinding"
 		if len(a.Labels) != len(want) || !strings.Contains(a.Annotations["heap"], "transcript.(*Baseline).Append grew from 1.0 MB/s") ||
 			a.Annotations["heap"] != f.Heap.Words || a.Annotations["pager_url"] != "http://pager.test/incidents/"+inc.ID || a.GeneratorURL != a.Annotations["pager_url"] {
 			t.Errorf("finding %+v, want the page's labels %v and the verdict %q", a, want, f.Heap.Words)
@@ -104,8 +107,8 @@ func TestThePagesHeapFindingGoesToAlertmanager(t *testing.T) {
 				t.Errorf("finding's %s=%q, want %q", k, a.Labels[k], v)
 			}
 		}
-		if !a.StartsAt.Equal(f.TakenAt) || !a.EndsAt.Equal(f.TakenAt.Add(FindingFor)) {
-			t.Errorf("finding from %s to %s, want from the facts' %s for %s", a.StartsAt, a.EndsAt, f.TakenAt, FindingFor)
+		if !a.StartsAt.Equal(f.TakenAt) || !a.EndsAt.Equal(f.TakenAt.Add(lifecycle.FindingFor)) {
+			t.Errorf("finding from %s to %s, want from the facts' %s for %s", a.StartsAt, a.EndsAt, f.TakenAt, lifecycle.FindingFor)
 		}
 	}
 
@@ -113,7 +116,7 @@ func TestThePagesHeapFindingGoesToAlertmanager(t *testing.T) {
 	// own group, or beside the page where a config groups them together:
 	// it is no incident.
 	back := with(burnAlert(start, nil), "fingerprint", fingerprint("finding"))
-	maps.Copy(back["labels"].(map[string]string), map[string]string{FindingLabel: "heap", IncidentLabel: inc.ID, "alertname": "LLMGatewayStreamLatencyBudgetBurnHeapFinding"})
+	maps.Copy(back["labels"].(map[string]string), map[string]string{lifecycle.FindingLabel: "heap", lifecycle.IncidentLabel: inc.ID, "alertname": "LLMGatewayStreamLatencyBudgetBurnHeapFinding"})
 	if status, body := p.post(t, "/webhook/page", notification(back)); status != 200 || !strings.Contains(body, `"accepted":0,"duplicates":0,"findings":1`) {
 		t.Errorf("a finding alone: %d %s, want it taken and none accepted", status, body)
 	}
@@ -126,7 +129,7 @@ func TestThePagesHeapFindingGoesToAlertmanager(t *testing.T) {
 	if status, body := p.post(t, "/webhook/page", notification(resolved)); status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 	if incs := all(p.st); len(incs) != 1 || incs[0].Status != "resolved" {
 		t.Fatalf("incidents %+v: want the page alone, resolved", incs)
 	}
@@ -135,7 +138,7 @@ func TestThePagesHeapFindingGoesToAlertmanager(t *testing.T) {
 		if len(got) != 2 {
 			t.Fatalf("%s holds %d posts, want the finding and its end", am.URL, len(got))
 		}
-		if a := got[1]; a.EndsAt.After(time.Now()) || a.EndsAt.Before(a.StartsAt) || a.Annotations["heap"] != f.Heap.Words || a.Labels[FindingLabel] != "heap" {
+		if a := got[1]; a.EndsAt.After(time.Now()) || a.EndsAt.Before(a.StartsAt) || a.Annotations["heap"] != f.Heap.Words || a.Labels[lifecycle.FindingLabel] != "heap" {
 			t.Errorf("the finding's end %+v: want it resolved by now, with its words", a)
 		}
 	}
@@ -154,7 +157,7 @@ func TestAFindingThatCannotBePostedIsLogged(t *testing.T) {
 		t.Fatal(status)
 	}
 	p.facts(t)
-	if logs := p.logs.String(); !strings.Contains(logs, "could not post the heap finding") || !strings.Contains(logs, "connection refused") {
+	if logs := p.Logs.String(); !strings.Contains(logs, "could not post the heap finding") || !strings.Contains(logs, "connection refused") {
 		t.Errorf("log:\n%s", logs)
 	}
 
@@ -173,13 +176,13 @@ func TestParseAlertmanagers(t *testing.T) {
 		"http://alertmanager:9093":        {"http://alertmanager:9093"},
 		"http://a:9093/, https://b/am/ ,": {"http://a:9093", "https://b/am"},
 	} {
-		if got, err := ParseAlertmanagers(in); err != nil || !slices.Equal(got, want) {
-			t.Errorf("ParseAlertmanagers(%q) = %q, %v; want %q", in, got, err, want)
+		if got, err := lifecycle.ParseAlertmanagers(in); err != nil || !slices.Equal(got, want) {
+			t.Errorf("lifecycle.ParseAlertmanagers(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"alertmanager:9093", "ftp://a:9093", "http://a:9093?x=1", "http://", "http://a:9093,tcp://b", "http://user:secret@a:9093"} {
-		if got, err := ParseAlertmanagers(in); err == nil || !strings.Contains(err.Error(), "want http(s)://host:port") {
-			t.Errorf("ParseAlertmanagers(%q) = %q, %v; want an error", in, got, err)
+		if got, err := lifecycle.ParseAlertmanagers(in); err == nil || !strings.Contains(err.Error(), "want http(s)://host:port") {
+			t.Errorf("lifecycle.ParseAlertmanagers(%q) = %q, %v; want an error", in, got, err)
 		}
 	}
 }

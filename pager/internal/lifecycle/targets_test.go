@@ -1,4 +1,4 @@
-package webhook
+package lifecycle_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"burnlab/pager/internal/lifecycle"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
@@ -43,7 +45,7 @@ func TestAPageProfilesTheProcessesOfItsRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPagerIn(t, t.TempDir(), "", "", func(c *Config) {
+	p := newPagerIn(t, t.TempDir(), "", func(c *lifecycle.Config) {
 		c.Targets, c.Discovery, c.Deltas = &cfg, targetstest.Prometheus(t, map[string][]*httptest.Server{"provider": replicas}), deltas{}
 	})
 	start := time.Now().UTC().Truncate(time.Second)
@@ -53,7 +55,7 @@ func TestAPageProfilesTheProcessesOfItsRule(t *testing.T) {
 	if status, body := p.post(t, "/webhook/page", notification(provider, stranger)); status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 
 	inc, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start}))
 	pr := inc.Profile
@@ -109,12 +111,12 @@ func TestAPageBeforePrometheusListsItsTargetsIsProfiled(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := &lateDiscovery{Discovery: targetstest.Prometheus(t, map[string][]*httptest.Server{"provider": {srv}}), empty: 1}
-	p := newPagerIn(t, t.TempDir(), "", "", func(c *Config) { c.Targets, c.Discovery = &cfg, late })
+	p := newPagerIn(t, t.TempDir(), "", func(c *lifecycle.Config) { c.Targets, c.Discovery = &cfg, late })
 	start := time.Now().UTC().Truncate(time.Second)
 	if status, body := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
 		t.Fatalf("%d %s", status, body)
 	}
-	p.h.Close(context.Background())
+	p.l.Close(context.Background())
 	inc, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start}))
 	if pr := inc.Profile; pr == nil || pr.Error != "" || len(pr.Instances) != 1 || late.empty != 0 {
 		t.Errorf("a page before Prometheus listed its target: %+v", pr)

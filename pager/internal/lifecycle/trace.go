@@ -1,4 +1,4 @@
-package webhook
+package lifecycle
 
 import (
 	"bytes"
@@ -60,26 +60,26 @@ func traceName(profile string) string { return strings.TrimSuffix(profile, ".pb.
 // profile it is taken with, and splits its slowest requests' time. A
 // snapshot that cannot be split is kept all the same: `go tool trace`
 // may read what the split could not.
-func (h *Handler) snapshot(ctx context.Context, url, profile string) *incident.Trace {
+func (l *Lifecycle) snapshot(ctx context.Context, url, profile string) *incident.Trace {
 	start := time.Now()
 	t := &incident.Trace{}
-	raw, err := h.fetchTrace(ctx, url)
+	raw, err := l.fetchTrace(ctx, url)
 	if err == nil {
-		err = h.cfg.Store.SaveProfile(traceName(profile), raw)
+		err = l.cfg.Store.SaveProfile(traceName(profile), raw)
 	}
 	if err != nil {
-		h.trace.fetches.WithLabelValues("error").Inc()
+		l.trace.fetches.WithLabelValues("error").Inc()
 		t.Error = err.Error()
 		return t
 	}
 	t.File, t.Bytes = path.Join(store.ProfilesDir, traceName(profile)), int64(len(raw))
-	if err := h.split(ctx, t, raw); err != nil {
+	if err := l.split(ctx, t, raw); err != nil {
 		t.Error = "splitting the requests' time: " + err.Error()
 	}
 	t.FetchSeconds = time.Since(start).Seconds()
-	h.trace.fetches.WithLabelValues("ok").Inc()
-	h.trace.seconds.Observe(t.FetchSeconds)
-	h.trace.bytes.Observe(float64(t.Bytes))
+	l.trace.fetches.WithLabelValues("ok").Inc()
+	l.trace.seconds.Observe(t.FetchSeconds)
+	l.trace.bytes.Observe(float64(t.Bytes))
 	return t
 }
 
@@ -88,7 +88,7 @@ func (h *Handler) snapshot(ctx context.Context, url, profile string) *incident.T
 // from the network, and however long it takes, the page's profile record
 // must not wait past the capture's timeout. A split given up on runs on,
 // its result dropped.
-func (h *Handler) split(ctx context.Context, t *incident.Trace, raw []byte) error {
+func (l *Lifecycle) split(ctx context.Context, t *incident.Trace, raw []byte) error {
 	type result struct {
 		from, to time.Time
 		reqs     []incident.RequestTime
@@ -110,12 +110,12 @@ func (h *Handler) split(ctx context.Context, t *incident.Trace, raw []byte) erro
 }
 
 // fetchTrace reads the snapshot, at most MaxTraceBytes of it.
-func (h *Handler) fetchTrace(ctx context.Context, url string) ([]byte, error) {
+func (l *Lifecycle) fetchTrace(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := h.cfg.Client.Do(req)
+	resp, err := l.cfg.Client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}
@@ -133,15 +133,4 @@ func (h *Handler) fetchTrace(ctx context.Context, url string) ([]byte, error) {
 		return nil, errors.New("reading " + url + ": an empty snapshot")
 	}
 	return raw, nil
-}
-
-// getTrace serves an incident's page-time flight-recorder snapshot, for
-// `go tool trace`.
-func (h *Handler) getTrace(w http.ResponseWriter, r *http.Request) {
-	h.serveProfile(w, r, "flight-recorder trace", func(inc incident.Incident) string {
-		if inc.Profile == nil || inc.Profile.Trace == nil {
-			return ""
-		}
-		return inc.Profile.Trace.File
-	})
 }

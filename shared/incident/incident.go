@@ -28,6 +28,30 @@ type Profile struct {
 	// it has none, when the rule found them through Prometheus or named
 	// several: the profile above is their merge.
 	Instances []InstanceProfile `json:"instances,omitempty"`
+	// Kinds are the profiles the rule takes beside the heap (cpu,
+	// goroutine, mutex, block), each of every process, merged.
+	Kinds []KindProfile `json:"kinds,omitempty"`
+}
+
+// KindProfile is one more kind of profile taken with the heap's.
+type KindProfile struct {
+	Kind       string            `json:"kind"`
+	SampleType string            `json:"sample_type"`
+	File       string            `json:"file,omitempty"`
+	Total      int64             `json:"total,omitempty"`
+	Top        []TopEntry        `json:"top,omitempty"`
+	Error      string            `json:"error,omitempty"`
+	Instances  []InstanceProfile `json:"instances,omitempty"`
+}
+
+// Kind is the profile of kind k, or nil.
+func (p *Profile) Kind(k string) *KindProfile {
+	for i := range p.Kinds {
+		if p.Kinds[i].Kind == k {
+			return &p.Kinds[i]
+		}
+	}
+	return nil
 }
 
 // InstanceProfile is one process's part of a page's profile.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"burnlab/pager/internal/store"
@@ -232,30 +233,54 @@ func (l *Lifecycle) resolve(r *targets.Rule) ([]targets.Target, error) {
 }
 
 // fetch profiles the processes of rule r (targets.Resolve: through
-// Prometheus's discovery, or its static URLs), merges what came
-// (targets.Fetch), and stores the merge as name. Listing the processes
-// takes at most the profile timeout, and so does each process's fetch. The
-// profile names each process, with its own top or why it has none, when
-// the rule found them through Prometheus or lists several.
+// Prometheus's discovery, or its static URLs): the heap, merged over
+// every process (targets.Fetch) and stored as name, then each other kind
+// the rule takes, stored beside it. Listing the processes takes at most
+// the profile timeout, and so does each process's fetch (a cpu profile
+// its seconds more). The profile names each process, with its own top or
+// why it has none, when the rule found them through Prometheus or lists
+// several. Another kind that fails is an error of its own, beside a heap
+// that came.
 func (l *Lifecycle) fetch(r *targets.Rule, name string) (incident.Profile, error) {
 	p := incident.Profile{Rule: r.Name}
 	ts, err := l.resolve(r)
 	if err != nil {
 		return p, err
 	}
-	got, err := targets.Fetch(l.captureCtx, l.cfg.Client, ts, r.Concurrency, l.cfg.ProfileTimeout)
-	if len(r.Jobs) > 0 || len(ts) > 1 {
-		p.Instances = got.Instances
+	each := len(r.Jobs) > 0 || len(ts) > 1
+	heap, err := l.takeKind(r, ts, targets.Heap, name, each)
+	p.Instances = heap.Instances
+	if err != nil {
+		return p, err
+	}
+	for _, k := range r.Profiles {
+		kp, err := l.takeKind(r, ts, targets.Kinds[k], strings.TrimSuffix(name, ".pb.gz")+"-"+k+".pb.gz", each)
+		if err != nil {
+			kp.Error = err.Error()
+		}
+		p.Kinds = append(p.Kinds, kp)
+	}
+	p.File, p.Total, p.Top, p.TakenAt = heap.File, heap.Total, heap.Top, time.Now()
+	return p, nil
+}
+
+// takeKind fetches one kind of profile of every process and stores the merge
+// as name; each says whether the processes are named one by one.
+func (l *Lifecycle) takeKind(r *targets.Rule, ts []targets.Target, k targets.Kind, name string, each bool) (incident.KindProfile, error) {
+	kp := incident.KindProfile{Kind: k.Name, SampleType: k.SampleType}
+	got, err := targets.Fetch(l.captureCtx, l.cfg.Client, ts, k, r.CPUSeconds, r.Concurrency, l.cfg.ProfileTimeout)
+	if each {
+		kp.Instances = got.Instances
 	}
 	if err != nil {
 		if len(ts) == 1 {
 			err = errors.New(got.Instances[0].Error)
 		}
-		return p, err
+		return kp, err
 	}
 	if err := l.cfg.Store.SaveProfile(name, got.Raw); err != nil {
-		return p, fmt.Errorf("storing profile: %w", err)
+		return kp, fmt.Errorf("storing the %s profile: %w", k.Name, err)
 	}
-	p.File, p.Total, p.Top, p.TakenAt = path.Join(store.ProfilesDir, name), got.Total, got.Top, time.Now()
-	return p, nil
+	kp.File, kp.Total, kp.Top = path.Join(store.ProfilesDir, name), got.Total, got.Top
+	return kp, nil
 }

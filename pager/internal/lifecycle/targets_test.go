@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	httppprof "net/http/pprof"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -120,5 +123,50 @@ func TestAPageBeforePrometheusListsItsTargetsIsProfiled(t *testing.T) {
 	inc, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start}))
 	if pr := inc.Profile; pr == nil || pr.Error != "" || len(pr.Instances) != 1 || late.empty != 0 {
 		t.Errorf("a page before Prometheus listed its target: %+v", pr)
+	}
+}
+
+// A rule that takes a cpu and a goroutine profile beside the heap gets
+// them from a real net/http/pprof (this test process's), each stored with
+// its top, and kept as the incident's files; a kind the process does not
+// serve (a 404) is an error of its own, and the heap stands.
+func TestARuleTakesTheKindsItNames(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	mux.HandleFunc("/debug/pprof/mutex", http.NotFound)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	cfg, err := targets.Parse([]byte("rules:\n  - {name: svc, static: ["+srv.URL+"/debug/pprof/allocs], profiles: [cpu, goroutine, mutex], cpu_seconds: 1}\n"), "pager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPagerIn(t, t.TempDir(), "", func(c *lifecycle.Config) { c.Targets = &cfg })
+	start := time.Now().UTC().Truncate(time.Second)
+	if status, body := p.post(t, "/webhook/page", notification(alert("firing", "page", start))); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	p.l.Close(context.Background())
+	id := store.IncidentID(&store.Alert{Fingerprint: fingerprint("page"), StartsAt: start})
+	inc, _ := p.st.Incident(id)
+	pr := inc.Profile
+	if pr == nil || pr.Error != "" || pr.File == "" || len(pr.Kinds) != 3 {
+		t.Fatalf("profile %+v", pr)
+	}
+	for _, k := range []string{"cpu", "goroutine"} {
+		kp := pr.Kind(k)
+		if kp == nil || kp.Error != "" || kp.File == "" || kp.SampleType != targets.Kinds[k].SampleType {
+			t.Errorf("%s: %+v", k, kp)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(p.Dir, kp.File)); err != nil {
+			t.Errorf("%s file: %v", k, err)
+		}
+	}
+	if g := pr.Kind("goroutine"); g == nil || len(g.Top) == 0 || g.Total < 2 {
+		t.Errorf("the goroutine profile of a process with goroutines: %+v", g)
+	}
+	if m := pr.Kind("mutex"); m == nil || !strings.Contains(m.Error, "404 Not Found") {
+		t.Errorf("a kind the process does not serve: %+v", m)
 	}
 }

@@ -656,8 +656,8 @@ func files(inc *incident.Incident) []string {
 	return append(out, heapFiles(inc.Facts)...)
 }
 
-// recordFiles are the files of a profile record: the profile's and the
-// flight-recorder snapshot's taken with it.
+// recordFiles are the files of a profile record: the profile's, the
+// flight-recorder snapshot's taken with it, and its other kinds'.
 func recordFiles(p *incident.Profile) []string {
 	var out []string
 	if p != nil && p.File != "" {
@@ -665,6 +665,13 @@ func recordFiles(p *incident.Profile) []string {
 	}
 	if p != nil && p.Trace != nil && p.Trace.File != "" {
 		out = append(out, p.Trace.File)
+	}
+	if p != nil {
+		for _, k := range p.Kinds {
+			if k.File != "" {
+				out = append(out, k.File)
+			}
+		}
 	}
 	return out
 }

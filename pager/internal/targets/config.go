@@ -69,6 +69,14 @@ type Rule struct {
 	GCJob string `yaml:"gc_job"`
 	// TraceURL is a flight-recorder snapshot to take with the profile.
 	TraceURL string `yaml:"trace_url"`
+	// Profiles are the kinds a page takes beside the heap (Kinds: cpu,
+	// goroutine, mutex, block), each from every process, at the heap
+	// profile's path with its last element the kind's (/debug/pprof/…).
+	// The heap is always taken, first, as the write-up reads it.
+	Profiles []string `yaml:"profiles"`
+	// CPUSeconds is how long a cpu profile samples (default
+	// DefaultCPUSeconds): the capture waits that long for it.
+	CPUSeconds int `yaml:"cpu_seconds"`
 	// Sampled says the pager's rolling delta heap sampler (-profile-url)
 	// samples this rule's process, so its pages get the heap's change and
 	// growth; a page of any other rule says it has none.
@@ -82,6 +90,7 @@ const (
 	DefaultPath        = "/debug/pprof/allocs"
 	DefaultMaxTargets  = 32
 	DefaultConcurrency = 4
+	DefaultCPUSeconds  = 10
 )
 
 // Default is the config the pager's flags make when no file is given: one
@@ -244,6 +253,19 @@ func (r *Rule) check() []error {
 	if r.Concurrency < 0 || r.Concurrency > 64 {
 		bad("concurrency", "%d: want 1 to 64 (0: %d)", r.Concurrency, DefaultConcurrency)
 	}
+	seen := map[string]bool{}
+	for _, k := range r.Profiles {
+		switch _, ok := Kinds[k]; {
+		case !ok || k == Heap.Name:
+			bad("profiles", "%q: want some of %s (the heap is always taken)", k, strings.Join(ExtraKinds(), ", "))
+		case seen[k]:
+			bad("profiles", "%q twice", k)
+		}
+		seen[k] = true
+	}
+	if r.CPUSeconds < 0 || r.CPUSeconds > 60 {
+		bad("cpu_seconds", "%d: want 1 to 60 (0: %d)", r.CPUSeconds, DefaultCPUSeconds)
+	}
 	if len(r.Static) > DefaultMaxTargets && r.MaxTargets == 0 || r.MaxTargets > 0 && len(r.Static) > r.MaxTargets {
 		bad("static", "%d URLs, over max_targets", len(r.Static))
 	}
@@ -268,6 +290,9 @@ func (r *Rule) defaults() {
 	}
 	if r.Concurrency == 0 {
 		r.Concurrency = DefaultConcurrency
+	}
+	if r.CPUSeconds == 0 {
+		r.CPUSeconds = DefaultCPUSeconds
 	}
 	if r.GCJob == "" && len(r.Jobs) == 1 {
 		r.GCJob = r.Jobs[0]

@@ -64,6 +64,10 @@ func TestABadConfigSaysWhereAndWhat(t *testing.T) {
 		{"too many", "rules:\n  - name: a\n    jobs: [x]\n    max_targets: 5000\n", "max_targets: 5000: want 1 to 1000"},
 		{"port on static", "rules:\n  - name: a\n    static: [http://h:1/]\n    port: 2\n", "a static URL has its own"},
 		{"path", "rules:\n  - name: a\n    jobs: [x]\n    path: debug/pprof/allocs\n", `path: "debug/pprof/allocs": want an absolute path`},
+		{"unknown kind", "rules:\n  - name: a\n    jobs: [x]\n    profiles: [cpu, trace]\n", `profiles: "trace": want some of block, cpu, goroutine, mutex (the heap is always taken)`},
+		{"heap as a kind", "rules:\n  - name: a\n    jobs: [x]\n    profiles: [heap]\n", `profiles: "heap": want some of`},
+		{"kind twice", "rules:\n  - name: a\n    jobs: [x]\n    profiles: [cpu, cpu]\n", `profiles: "cpu" twice`},
+		{"cpu seconds", "rules:\n  - name: a\n    jobs: [x]\n    cpu_seconds: 600\n", "cpu_seconds: 600: want 1 to 60"},
 	} {
 		_, err := Parse([]byte(tc.yaml), "pager.yml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -90,5 +94,23 @@ func TestAnAlertNoRuleTakesIsProfiledNowhere(t *testing.T) {
 	d := Default("http://g:6060/debug/pprof/allocs", "http://g:6060/t", "gateway")
 	if r, err := d.Match(map[string]string{"anything": "x"}); err != nil || r.Static[0] != "http://g:6060/debug/pprof/allocs" || !r.Sampled || r.GCJob != "gateway" {
 		t.Errorf("the flags' rule takes every alert as the pager always did: %+v %v", r, err)
+	}
+}
+
+// Each kind is at the heap profile's path with its own last element; a
+// cpu profile samples the rule's seconds.
+func TestEachKindIsBesideTheHeapProfile(t *testing.T) {
+	for heap, want := range map[string]map[string]string{
+		"http://10.0.0.1:6060/debug/pprof/allocs": {"heap": "http://10.0.0.1:6060/debug/pprof/allocs",
+			"cpu": "http://10.0.0.1:6060/debug/pprof/profile?seconds=7", "goroutine": "http://10.0.0.1:6060/debug/pprof/goroutine",
+			"mutex": "http://10.0.0.1:6060/debug/pprof/mutex", "block": "http://10.0.0.1:6060/debug/pprof/block"},
+		"https://svc:8443/admin/debug/pprof/heap?gc=1": {"heap": "https://svc:8443/admin/debug/pprof/heap?gc=1",
+			"cpu": "https://svc:8443/admin/debug/pprof/profile?seconds=7", "goroutine": "https://svc:8443/admin/debug/pprof/goroutine"},
+	} {
+		for k, u := range want {
+			if got := (Target{URL: heap}).URLFor(Kinds[k], 7); got != u {
+				t.Errorf("%s of %s: %s, want %s", k, heap, got, u)
+			}
+		}
 	}
 }

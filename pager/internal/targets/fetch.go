@@ -17,10 +17,6 @@ import (
 	"burnlab/shared/pproftop"
 )
 
-// SampleType is what a page's profile is ranked by: the write-up's
-// `go tool pprof -sample_index=alloc_space`.
-const SampleType = "alloc_space"
-
 // Profiles is what Fetch got: the merge of every process's profile that
 // came, as pprof's bytes (gzipped proto), its top, and each process's own
 // top or why it has none.
@@ -31,12 +27,16 @@ type Profiles struct {
 	Instances []incident.InstanceProfile
 }
 
-// Fetch profiles every target, at most concurrency at once and each within
-// timeout, and merges the profiles that came (profile.Merge). One process
-// that fails or hangs holds none of the others back: it is an instance
-// with an error. Only when none came is Fetch an error, naming each
-// failure.
-func Fetch(ctx context.Context, hc *http.Client, ts []Target, concurrency int, timeout time.Duration) (Profiles, error) {
+// Fetch takes profile kind k of every target (Target.URLFor, a cpu
+// profile over cpuSeconds), at most concurrency at once and each within
+// timeout (a cpu profile's seconds more), and merges the profiles that
+// came (profile.Merge). One process that fails or hangs holds none of the
+// others back: it is an instance with an error. Only when none came is
+// Fetch an error, naming each failure.
+func Fetch(ctx context.Context, hc *http.Client, ts []Target, k Kind, cpuSeconds, concurrency int, timeout time.Duration) (Profiles, error) {
+	if k.Name == "cpu" {
+		timeout += time.Duration(cpuSeconds) * time.Second
+	}
 	if len(ts) == 0 {
 		return Profiles{}, errors.New("no process to profile")
 	}
@@ -49,7 +49,7 @@ func Fetch(ctx context.Context, hc *http.Client, ts []Target, concurrency int, t
 	sem := make(chan struct{}, max(1, concurrency))
 	var wg sync.WaitGroup
 	for i, t := range ts {
-		out.Instances[i] = incident.InstanceProfile{Instance: t.Instance, URL: t.URL}
+		out.Instances[i] = incident.InstanceProfile{Instance: t.Instance, URL: t.URLFor(k, cpuSeconds)}
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
@@ -60,13 +60,13 @@ func Fetch(ctx context.Context, hc *http.Client, ts []Target, concurrency int, t
 			}
 			tctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			raw, p, err := fetchOne(tctx, hc, t.URL)
+			raw, p, err := fetchOne(tctx, hc, out.Instances[i].URL)
 			if err == nil {
 				var top []pproftop.Entry
-				if top, out.Instances[i].Total, err = pproftop.Top(p, SampleType, 10); err == nil {
+				if top, out.Instances[i].Total, err = pproftop.Top(p, k.SampleType, 10); err == nil {
 					out.Instances[i].Top = entries(top)
 				} else {
-					err = fmt.Errorf("not a heap profile: %w", err)
+					err = fmt.Errorf("not a %s profile: %w", k.Name, err)
 				}
 			}
 			if err != nil {
@@ -102,7 +102,7 @@ func Fetch(ctx context.Context, hc *http.Client, ts []Target, concurrency int, t
 		}
 		out.Raw = buf.Bytes()
 	}
-	top, total, err := pproftop.Top(merged, SampleType, 10)
+	top, total, err := pproftop.Top(merged, k.SampleType, 10)
 	if err != nil {
 		return out, err
 	}

@@ -76,7 +76,7 @@ func TestEveryReplicaIsProfiledAndMerged(t *testing.T) {
 			t.Errorf("target %d: %+v, want %s at %s", i, tg, want, srvs[i].URL+DefaultPath)
 		}
 	}
-	got, err := Fetch(context.Background(), http.DefaultClient, ts, 2, 300*time.Millisecond)
+	got, err := Fetch(context.Background(), http.DefaultClient, ts, Heap, 0, 2, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestEveryReplicaIsProfiledAndMerged(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the merged profile's bytes: %v", err)
 	}
-	if _, total, _ := pproftop.Top(p, SampleType, 1); total != got.Total {
+	if _, total, _ := pproftop.Top(p, Heap.SampleType, 1); total != got.Total {
 		t.Errorf("the stored merge holds %d bytes, the page says %d", total, got.Total)
 	}
 }
@@ -134,7 +134,7 @@ func TestAServiceThatCannotBeProfiledSaysWhy(t *testing.T) {
 		t.Errorf("targets at the scrape's port: %+v %v", ts, err)
 	}
 	// None came: the error names each.
-	_, err = Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "b", URL: b.URL + DefaultPath}}, 1, time.Second)
+	_, err = Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "b", URL: b.URL + DefaultPath}}, Heap, 0, 1, time.Second)
 	if err == nil || !strings.Contains(err.Error(), "no process's profile came: b: fetching") {
 		t.Errorf("no profile came: %v", err)
 	}
@@ -145,7 +145,7 @@ func TestAServiceThatCannotBeProfiledSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := replica(t, profileOf([]byte(buf.String())))
-	got, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "c", URL: c.URL + DefaultPath}}, 1, time.Second)
+	got, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "c", URL: c.URL + DefaultPath}}, Heap, 0, 1, time.Second)
 	if err == nil || !strings.Contains(got.Instances[0].Error, `not a heap profile`) {
 		t.Errorf("a CPU profile: %+v %v", got.Instances, err)
 	}

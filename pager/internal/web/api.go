@@ -91,6 +91,18 @@ func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// getKind serves the profile of another kind taken with the page-time
+// heap profile (a cpu profile, say).
+func (h *Handler) getKind(w http.ResponseWriter, r *http.Request) {
+	kind := r.PathValue("kind")
+	h.serveProfile(w, r, kind+" profile", func(inc incident.Incident) string {
+		if inc.Profile == nil || inc.Profile.Kind(kind) == nil {
+			return ""
+		}
+		return inc.Profile.Kind(kind).File
+	})
+}
+
 // getDelta serves one of the two delta heap profiles an incident's facts
 // compare: "before" the burn or "during" it.
 func (h *Handler) getDelta(w http.ResponseWriter, r *http.Request) {

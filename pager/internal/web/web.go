@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"burnlab/pager/internal/burnchart"
 	"burnlab/pager/internal/promfacts"
 	"burnlab/pager/internal/store"
+	"burnlab/pager/internal/targets"
 	"burnlab/shared/incident"
 	"burnlab/shared/pproftop"
 	"burnlab/shared/slo"
@@ -90,6 +92,7 @@ func New(cfg Config) (*Handler, error) {
 		"duration": formatDuration,
 		"burn":     incident.Burn,
 		"num":      incident.Number,
+		"value":    formatValue,
 		"rate":     formatRate,
 		"clock":    func(t time.Time) string { return t.UTC().Format("15:04:05") },
 		"share":    formatShare,
@@ -117,6 +120,7 @@ func New(cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /api/incidents", h.listIncidents)
 	h.mux.HandleFunc("GET /api/incidents/{id}", h.getIncident)
 	h.mux.HandleFunc("GET /api/incidents/{id}/profile", h.getProfile)
+	h.mux.HandleFunc("GET /api/incidents/{id}/profile/{kind}", h.getKind)
 	h.mux.HandleFunc("GET /api/incidents/{id}/delta/{which}", h.getDelta)
 	h.mux.HandleFunc("GET /api/incidents/{id}/trace", h.getTrace)
 	h.mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +331,7 @@ type pprofKind struct {
 
 // pprofKinds: the page-time profile, the one after the resolve against
 // it, and the delta during the burn against the one before it.
-var pprofKinds = []pprofKind{
+var pprofKinds = append([]pprofKind{
 	{"pprof", "page", "", func(inc incident.Incident) (string, string, string) {
 		if inc.Profile == nil || inc.Profile.File == "" {
 			return "", "", "has no page-time profile"
@@ -349,6 +353,21 @@ var pprofKinds = []pprofKind{
 		}
 		return inc.Facts.Heap.DuringFile, inc.Facts.Heap.BeforeFile, ""
 	}},
+}, kindViews()...)
+
+// kindViews are one view more per kind a rule takes beside the heap
+// (targets.Kinds), at /incidents/{id}/<kind>/.
+func kindViews() []pprofKind {
+	var out []pprofKind
+	for _, k := range targets.ExtraKinds() {
+		out = append(out, pprofKind{k, k, "", func(inc incident.Incident) (string, string, string) {
+			if inc.Profile == nil || inc.Profile.Kind(k) == nil || inc.Profile.Kind(k).File == "" {
+				return "", "", "has no " + k + " profile"
+			}
+			return inc.Profile.Kind(k).File, "", ""
+		}})
+	}
+	return out
 }
 
 // pprof serves one kind of pprof's web UI for an incident.
@@ -442,6 +461,18 @@ func (h *Handler) render(w http.ResponseWriter, status int, name string, data an
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// formatValue says a profile's value in its sample type's unit: time for
+// cpu and delay (nanoseconds), bytes for space, else a count.
+func formatValue(sampleType string, v int64) string {
+	switch sampleType {
+	case "cpu", "delay":
+		return time.Duration(v).String()
+	case "alloc_space", "inuse_space":
+		return formatBytes(v)
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 func formatBytes(b int64) string {

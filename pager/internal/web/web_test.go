@@ -439,3 +439,39 @@ func TestAMergedProfileShowsEachProcess(t *testing.T) {
 		t.Errorf("a capture failed on every process does not name them:\n%s", page)
 	}
 }
+
+// The kinds a rule takes beside the heap each get their top, a pprof UI
+// and a download; one that was not taken says why.
+func TestAnIncidentShowsEachKindOfProfile(t *testing.T) {
+	u := newUI(t, 0)
+	start := time.Now().Add(-time.Minute).Truncate(time.Second)
+	id := u.page(fp1, start, nil)
+	raw := pproftoptest.HeapProfile(t)
+	u.profile(id, "page.pb.gz", raw, false)
+	if err := u.st.SaveProfile("page-cpu.pb.gz", raw); err != nil {
+		t.Fatal(err)
+	}
+	inc, _ := u.st.Incident(id)
+	p := *inc.Profile
+	p.Kinds = []incident.KindProfile{
+		{Kind: "cpu", SampleType: "cpu", File: store.ProfilesDir + "/page-cpu.pb.gz", Total: 1500000000,
+			Top: []incident.TopEntry{{Function: "main.spin", Flat: 1500000000, FlatPct: 100}}},
+		{Kind: "mutex", SampleType: "delay", Error: "fetching http://svc/debug/pprof/mutex: 404 Not Found"},
+	}
+	if err := u.st.AddProfile(id, p, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	page := u.get("/incidents/"+id, 200)
+	for _, want := range []string{"The cpu profile", "<strong>1.5s</strong> of <code>cpu</code>", "main.spin",
+		`href="/incidents/` + id + `/cpu/flamegraph"`, "The mutex profile", "Not taken: fetching http://svc/debug/pprof/mutex: 404 Not Found"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the incident's page does not say %q", want)
+		}
+	}
+	u.get("/incidents/"+id+"/cpu/top", 200)
+	u.get("/incidents/"+id+"/mutex/top", 404)
+	if b := u.get("/api/incidents/"+id+"/profile/cpu", 200); b != string(raw) {
+		t.Errorf("the cpu profile's download: %d bytes, want its %d", len(b), len(raw))
+	}
+	u.get("/api/incidents/"+id+"/profile/mutex", 404)
+}

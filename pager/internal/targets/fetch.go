@@ -17,6 +17,11 @@ import (
 	"burnlab/shared/pproftop"
 )
 
+// MaxTotalBytes bounds what one Fetch reads of all its processes, as
+// pproftop.MaxBytes bounds one: max_targets processes of 64 MiB each would
+// hold gigabytes. Past it a process's profile is an error of its own.
+const MaxTotalBytes = 256 << 20
+
 // Profiles is what Fetch got: the merge of every process's profile that
 // came, as pprof's bytes (gzipped proto), its top, and each process's own
 // top or why it has none.
@@ -45,6 +50,13 @@ func Fetch(ctx context.Context, hc *http.Client, ts []Target, k Kind, cpuSeconds
 		p   *profile.Profile
 	}
 	res := make([]got, len(ts))
+	// A process's profile may redirect the pager anywhere its network
+	// reaches (a cloud's metadata address, say): redirects are answers,
+	// never followed. Every process can be any scraped target.
+	c := *hc
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	var mu sync.Mutex
+	budget := int64(MaxTotalBytes)
 	out := Profiles{Instances: make([]incident.InstanceProfile, len(ts))}
 	sem := make(chan struct{}, max(1, concurrency))
 	var wg sync.WaitGroup
@@ -60,7 +72,14 @@ func Fetch(ctx context.Context, hc *http.Client, ts []Target, k Kind, cpuSeconds
 			}
 			tctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			raw, p, err := fetchOne(tctx, hc, out.Instances[i].URL)
+			raw, p, err := fetchOne(tctx, &c, out.Instances[i].URL)
+			if err == nil {
+				mu.Lock()
+				if budget -= int64(len(raw)); budget < 0 {
+					err = fmt.Errorf("its profile (%d bytes) is past the %d bytes the pager reads of one rule's processes in all", len(raw), MaxTotalBytes)
+				}
+				mu.Unlock()
+			}
 			if err == nil {
 				var top []pproftop.Entry
 				if top, out.Instances[i].Total, err = pproftop.Top(p, k.SampleType, 10); err == nil {
@@ -72,6 +91,9 @@ func Fetch(ctx context.Context, hc *http.Client, ts []Target, k Kind, cpuSeconds
 			if err != nil {
 				out.Instances[i].Error = err.Error()
 				return
+			}
+			if len(ts) > 1 {
+				raw = nil // the merge is written instead
 			}
 			res[i] = got{raw, p}
 		})
@@ -96,6 +118,8 @@ func Fetch(ctx context.Context, hc *http.Client, ts []Target, k Kind, cpuSeconds
 		if merged, err = profile.Merge(ps); err != nil {
 			return out, fmt.Errorf("the processes' profiles cannot be merged: %w", err)
 		}
+	}
+	if len(ts) > 1 { // each one's bytes were let go: the merge's are written
 		var buf bytes.Buffer
 		if err := merged.Write(&buf); err != nil {
 			return out, fmt.Errorf("writing the merged profile: %w", err)
@@ -123,6 +147,9 @@ func fetchOne(ctx context.Context, hc *http.Client, url string) ([]byte, *profil
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		if loc := resp.Header.Get("Location"); loc != "" {
+			return nil, nil, fmt.Errorf("fetching %s: %s to %.100q, which the pager never follows", url, resp.Status, loc)
+		}
 		return nil, nil, fmt.Errorf("fetching %s: %s", url, resp.Status)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); strings.HasPrefix(mt, "text/html") {

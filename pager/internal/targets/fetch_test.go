@@ -150,3 +150,35 @@ func TestAServiceThatCannotBeProfiledSaysWhy(t *testing.T) {
 		t.Errorf("a CPU profile: %+v %v", got.Instances, err)
 	}
 }
+
+// A process that redirects the pager is not followed, whatever it points
+// at: an answer, and an error of that process's.
+func TestAProcessCannotRedirectThePager(t *testing.T) {
+	hit := make(chan struct{}, 1)
+	inside := replica(t, func(w http.ResponseWriter, r *http.Request) { hit <- struct{}{} })
+	evil := replica(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, inside.URL+"/latest/meta-data/", http.StatusFound)
+	})
+	_, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "evil", URL: evil.URL + DefaultPath}}, Heap, 0, 1, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "302 Found to") || !strings.Contains(err.Error(), "never follows") {
+		t.Errorf("a redirect: %v", err)
+	}
+	select {
+	case <-hit:
+		t.Error("the pager followed the redirect")
+	default:
+	}
+}
+
+// When one of several processes answers, its profile is what is stored:
+// the bytes written are a profile, not nothing.
+func TestOneOfSeveralProfilesIsStored(t *testing.T) {
+	ok, gone := replica(t, profileOf(pproftoptest.HeapProfile(t))), replica(t, http.NotFound)
+	got, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "ok", URL: ok.URL + DefaultPath}, {Instance: "gone", URL: gone.URL + DefaultPath}}, Heap, 0, 2, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := profile.ParseData(got.Raw); err != nil || len(p.Sample) == 0 || got.Instances[1].Error == "" {
+		t.Errorf("stored %d bytes (%v), instances %+v", len(got.Raw), err, got.Instances)
+	}
+}

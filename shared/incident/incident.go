@@ -58,7 +58,7 @@ func (p *Profile) Kind(k string) *KindProfile {
 type InstanceProfile struct {
 	Instance string     `json:"instance"`
 	URL      string     `json:"url"`
-	Total    int64      `json:"total_bytes,omitempty"`
+	Total    int64      `json:"total,omitempty"` // in its kind's unit
 	Top      []TopEntry `json:"top,omitempty"`
 	Error    string     `json:"error,omitempty"`
 }

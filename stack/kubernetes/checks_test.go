@@ -109,8 +109,8 @@ func checkServices(inv *inventory, _ *repo, ov Overlay) []string {
 // ConfigMap of the overlay, and its rules profile every replica of a
 // Deployment of more than one (a service; the load's Job is none) through Prometheus (jobs, never one Service's
 // static URL), each rule's job one that a monitor scrapes (prometheus.yml's
-// names, which check scrape-jobs holds the monitors to). The pager checks
-// the file strictly when it starts; this holds it to the overlay.
+// names, which check scrape-jobs holds the monitors to). The pager's own
+// -check reads the file first, strictly, as it does when it starts.
 func checkPagerTargets(inv *inventory, r *repo, _ Overlay) []string {
 	w, c := inv.workload(lab.Pager)
 	if c == nil {
@@ -134,12 +134,23 @@ func checkPagerTargets(inv *inventory, r *repo, _ Overlay) []string {
 	if text == "" {
 		return []string{fmt.Sprintf("the pager's PAGER_TARGETS %q is no file of a ConfigMap mounted read-only", path)}
 	}
+	// The pager's own check first: strict, every field, as it starts.
+	f, err := os.CreateTemp("", "pager-*.yml")
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(text); err != nil || f.Close() != nil {
+		return []string{fmt.Sprintf("writing the pager's targets: %v", err)}
+	}
+	if out, err := exec.Command(filepath.Join(binDir, lab.Pager), "-check", "-targets", f.Name()).CombinedOutput(); err != nil {
+		return []string{fmt.Sprintf("the pager refuses its PAGER_TARGETS: %v: %s", err, strings.ReplaceAll(string(out), f.Name(), file))}
+	}
 	var cfg struct {
 		Rules []struct {
-			Name   string            `json:"name"`
-			Match  map[string]string `json:"match"`
-			Jobs   []string          `json:"jobs"`
-			Static []string          `json:"static"`
+			Name   string   `json:"name"`
+			Jobs   []string `json:"jobs"`
+			Static []string `json:"static"`
 		} `json:"rules"`
 	}
 	if err := yaml.Unmarshal([]byte(text), &cfg); err != nil {

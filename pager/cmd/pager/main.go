@@ -39,6 +39,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.check {
+		log.Info().Msg("the flags and the -targets file are good")
+		return nil
+	}
 	cfg.Log = log
 	return pager.Run(ctx, cfg)
 }

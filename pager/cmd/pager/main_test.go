@@ -208,3 +208,21 @@ func TestTheDeltaSamplerStopsWithThePager(t *testing.T) {
 		t.Fatal("run did not return in 15 s of its context's end")
 	}
 }
+
+// -check checks the flags and the config and exits, serving nothing: a
+// config's CI runs it.
+func TestCheckExitsWithTheVerdict(t *testing.T) {
+	dir := t.TempDir()
+	bad, good := filepath.Join(dir, "bad.yml"), filepath.Join(dir, "good.yml")
+	os.WriteFile(bad, []byte("rules:\n  - {name: a, jobs: [x], sampeld: true}\n"), 0o600)
+	os.WriteFile(good, []byte("rules:\n  - {name: a, jobs: [x]}\n"), 0o600)
+	if err := run(t.Context(), []string{"-check", "-targets", bad, "-listen", "127.0.0.1:1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "field sampeld not found") {
+		t.Errorf("a bad config: %v", err)
+	}
+	if err := run(t.Context(), []string{"-check", "-targets", good, "-listen", "127.0.0.1:1", "-data", filepath.Join(dir, "never")}, io.Discard); err != nil {
+		t.Errorf("a good config: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "never")); err == nil {
+		t.Error("-check opened a journal")
+	}
+}

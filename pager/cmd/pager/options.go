@@ -46,6 +46,7 @@ type options struct {
 	listen, data, logLevel  string
 	profileURL, traceURL    string
 	targets                 string
+	check                   bool
 	profileWindow           time.Duration
 	profileConcurrency      int
 	retention               time.Duration
@@ -64,6 +65,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.profileURL, "profile-url", "http://gateway:6060/debug/pprof/allocs", "heap profile to capture when a page fires ('' to disable)")
 	fs.StringVar(&o.targets, "targets", "", "pager config (YAML) mapping alerts to the processes to profile, found through Prometheus's scrape targets (docs/pager.md); "+
 		"without it every alert profiles -profile-url, and with it -profile-url is only the delta sampler's")
+	fs.BoolVar(&o.check, "check", false, "check the flags and the -targets file, say what is wrong, and exit (0: all good): for a config's CI")
 	fs.StringVar(&o.traceURL, "trace-url", "http://gateway:6060"+service.FlightRecorderPath, "flight-recorder snapshot to take with each profile: the gateway's last seconds of execution trace, "+
 		"split into where its slowest requests' time went ('' to disable)")
 	fs.DurationVar(&o.profileWindow, "profile-window", lifecycle.DefaultProfileWindow, "one profile fetch serves every page within this window, and no second fetch starts in it, "+

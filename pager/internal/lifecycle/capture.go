@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,10 +127,14 @@ func (l *Lifecycle) take(s *shot, by string) {
 		s.p = incident.Profile{Error: "the pager stopped before the capture's turn came", TakenAt: time.Now()}
 		return
 	}
-	p, err := l.fetch(s.rule, s.name)
+	// The whole capture has a deadline: a rule of many processes that
+	// hang, fetched a few at a time, must not hold its turn for long.
+	ctx, cancel := context.WithTimeout(l.captureCtx, l.captureFor(s.rule))
+	defer cancel()
+	p, ts, err := l.fetch(ctx, s.rule, s.name)
 	var tr *incident.Trace
 	if s.rule.TraceURL != "" {
-		// Right after the profile, on a timeout of its own: the two
+		// Right after the heap profile, on a timeout of its own: the two
 		// look at the same seconds, and one failing keeps the other.
 		tctx, cancel := context.WithTimeout(l.captureCtx, l.cfg.ProfileTimeout)
 		tr = l.snapshot(tctx, s.rule.TraceURL, s.name)
@@ -137,6 +142,9 @@ func (l *Lifecycle) take(s *shot, by string) {
 		if tr.Error != "" {
 			l.cfg.Log.Error().Str("error", tr.Error).Str("incident", by).Str("when", s.kind).Msg("flight-recorder snapshot not taken or not split")
 		}
+	}
+	if err == nil {
+		p.Kinds = l.kinds(ctx, s.rule, ts, s.name)
 	}
 	if err != nil {
 		l.fetches.WithLabelValues("error").Inc()
@@ -207,69 +215,86 @@ func (l *Lifecycle) captureAfter(a store.Accepted) {
 }
 
 // resolveFor is how long the processes of a rule are looked for again
-// when Prometheus lists none (or cannot be read): a Prometheus that has
+// while Prometheus lists none of a job's (or cannot be read): one that has
 // just started lists its targets only after its first discovery update,
 // which it holds back 5 s, and a page in those seconds would otherwise be
-// profiled nowhere.
+// profiled nowhere. Other errors (more targets than max_targets, a port
+// label that is no port) are not asked again.
 const resolveFor = 10 * time.Second
 
-// resolve lists the processes of rule r (targets.Resolve), trying again
-// every second for up to resolveFor, each try within the profile timeout.
-func (l *Lifecycle) resolve(r *targets.Rule) ([]targets.Target, error) {
+// captureFor bounds one capture of rule r: the looking for its processes,
+// then the profile timeout for each kind it takes (the heap and its
+// Profiles), and a cpu profile's seconds.
+func (l *Lifecycle) captureFor(r *targets.Rule) time.Duration {
+	d := resolveFor + time.Duration(1+len(r.Profiles))*l.cfg.ProfileTimeout
+	if slices.Contains(r.Profiles, "cpu") {
+		d += time.Duration(r.CPUSeconds) * time.Second
+	}
+	return d
+}
+
+// resolve lists the processes of rule r (targets.Resolve), asking again
+// every second for up to resolveFor while the answer may change
+// (targets.ErrNotYet), each try within the profile timeout.
+func (l *Lifecycle) resolve(ctx context.Context, r *targets.Rule) ([]targets.Target, error) {
 	deadline := time.Now().Add(resolveFor)
 	for {
-		ctx, cancel := context.WithTimeout(l.captureCtx, l.cfg.ProfileTimeout)
-		ts, err := targets.Resolve(ctx, l.cfg.Discovery, r)
+		tctx, cancel := context.WithTimeout(ctx, l.cfg.ProfileTimeout)
+		ts, err := targets.Resolve(tctx, l.cfg.Discovery, r)
 		cancel()
-		if err == nil || len(r.Static) > 0 || l.cfg.Discovery == nil || time.Now().After(deadline) {
+		if err == nil || !errors.Is(err, targets.ErrNotYet) || time.Now().After(deadline) {
 			return ts, err
 		}
 		select {
-		case <-l.captureCtx.Done():
+		case <-ctx.Done():
 			return nil, err
 		case <-time.After(time.Second):
 		}
 	}
 }
 
-// fetch profiles the processes of rule r (targets.Resolve: through
-// Prometheus's discovery, or its static URLs): the heap, merged over
-// every process (targets.Fetch) and stored as name, then each other kind
-// the rule takes, stored beside it. Listing the processes takes at most
-// the profile timeout, and so does each process's fetch (a cpu profile
-// its seconds more). The profile names each process, with its own top or
-// why it has none, when the rule found them through Prometheus or lists
-// several. Another kind that fails is an error of its own, beside a heap
-// that came.
-func (l *Lifecycle) fetch(r *targets.Rule, name string) (incident.Profile, error) {
+// fetch profiles the heap of the processes of rule r (targets.Resolve:
+// through Prometheus's discovery, or its static URLs), merged over every
+// process (targets.Fetch) and stored as name, and returns the processes.
+// The profile names each process, with its own top or why it has none,
+// when the rule found them through Prometheus or lists several.
+func (l *Lifecycle) fetch(ctx context.Context, r *targets.Rule, name string) (incident.Profile, []targets.Target, error) {
 	p := incident.Profile{Rule: r.Name}
-	ts, err := l.resolve(r)
+	ts, err := l.resolve(ctx, r)
 	if err != nil {
-		return p, err
+		return p, nil, err
 	}
-	each := len(r.Jobs) > 0 || len(ts) > 1
-	heap, err := l.takeKind(r, ts, targets.Heap, name, each)
+	heap, err := l.takeKind(ctx, r, ts, targets.Heap, name)
 	p.Instances = heap.Instances
 	if err != nil {
-		return p, err
+		return p, ts, err
 	}
+	p.File, p.Total, p.Top, p.TakenAt = heap.File, heap.Total, heap.Top, time.Now()
+	return p, ts, nil
+}
+
+// kinds takes each other kind of profile rule r names of its processes
+// ts, stored beside the heap's name; one that fails says why, beside a
+// heap that came.
+func (l *Lifecycle) kinds(ctx context.Context, r *targets.Rule, ts []targets.Target, name string) []incident.KindProfile {
+	var out []incident.KindProfile
 	for _, k := range r.Profiles {
-		kp, err := l.takeKind(r, ts, targets.Kinds[k], strings.TrimSuffix(name, ".pb.gz")+"-"+k+".pb.gz", each)
+		kp, err := l.takeKind(ctx, r, ts, targets.Kinds[k], strings.TrimSuffix(name, ".pb.gz")+"-"+k+".pb.gz")
 		if err != nil {
 			kp.Error = err.Error()
 		}
-		p.Kinds = append(p.Kinds, kp)
+		out = append(out, kp)
 	}
-	p.File, p.Total, p.Top, p.TakenAt = heap.File, heap.Total, heap.Top, time.Now()
-	return p, nil
+	return out
 }
 
-// takeKind fetches one kind of profile of every process and stores the merge
-// as name; each says whether the processes are named one by one.
-func (l *Lifecycle) takeKind(r *targets.Rule, ts []targets.Target, k targets.Kind, name string, each bool) (incident.KindProfile, error) {
+// takeKind fetches one kind of profile of every process and stores the
+// merge as name; the processes are named one by one when the rule found
+// them through Prometheus or lists several.
+func (l *Lifecycle) takeKind(ctx context.Context, r *targets.Rule, ts []targets.Target, k targets.Kind, name string) (incident.KindProfile, error) {
 	kp := incident.KindProfile{Kind: k.Name, SampleType: k.SampleType}
-	got, err := targets.Fetch(l.captureCtx, l.cfg.Client, ts, k, r.CPUSeconds, r.Concurrency, l.cfg.ProfileTimeout)
-	if each {
+	got, err := targets.Fetch(ctx, l.cfg.Client, ts, k, targets.Limits{Concurrency: r.Concurrency, Timeout: l.cfg.ProfileTimeout, CPUSeconds: r.CPUSeconds})
+	if len(r.Jobs) > 0 || len(ts) > 1 {
 		kp.Instances = got.Instances
 	}
 	if err != nil {

@@ -62,7 +62,7 @@ func (l *Lifecycle) readFacts(a store.Accepted) {
 	proc := l.process(a.Alert.Labels)
 	ctx, cancel := context.WithTimeout(l.captureCtx, l.cfg.FactsTimeout)
 	f := l.cfg.Prometheus.Facts(ctx, promfacts.AlertOf(a.Alert.Labels, a.Alert.Annotations, a.Alert.StartsAt))
-	if proc.gcJob != "" && l.cfg.Prometheus != nil {
+	if proc.gcJob != "" {
 		f.GC = l.cfg.Prometheus.GC(ctx, proc.gcJob, f.BurnFrom, a.Alert.StartsAt)
 		if f.GC.Error != "" {
 			f.Errors = append(f.Errors, "the GC: "+f.GC.Error)

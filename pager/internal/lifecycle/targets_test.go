@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	httppprof "net/http/pprof"
@@ -168,5 +169,41 @@ func TestARuleTakesTheKindsItNames(t *testing.T) {
 	}
 	if m := pr.Kind("mutex"); m == nil || !strings.Contains(m.Error, "404 Not Found") {
 		t.Errorf("a kind the process does not serve: %+v", m)
+	}
+}
+
+// Each rule has its own capture window: a storm of two services' pages
+// costs each service's process one profile, and neither takes the other's.
+func TestEachRuleHasItsOwnWindow(t *testing.T) {
+	a, b := newFakeGateway(t), newFakeGateway(t)
+	cfg, err := targets.Parse([]byte(`rules:
+  - {name: a, match: {sloth_service: a}, static: [`+a.url()+`]}
+  - {name: b, match: {sloth_service: b}, static: [`+b.url()+`]}
+`), "pager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := newFakeClock(time.Date(2026, 12, 1, 3, 12, 0, 0, time.UTC))
+	p := newPagerIn(t, t.TempDir(), "", func(c *lifecycle.Config) { c.Targets, c.ProfileWindow, c.Clock = &cfg, time.Minute, clk })
+	start := time.Now().UTC().Truncate(time.Second)
+	var alerts []map[string]any
+	for i := range 10 {
+		svc := []string{"a", "b"}[i%2]
+		alerts = append(alerts, with(with(alert("firing", "page", start), "fingerprint", fingerprint(fmt.Sprint("storm ", i))),
+			"labels", map[string]string{"alertname": "Burn", "severity": "page", "sloth_service": svc}))
+	}
+	if status, body := p.post(t, "/webhook/page", notification(alerts...)); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	p.l.Close(context.Background())
+	for name, g := range map[string]*fakeGateway{"a": a, "b": b} {
+		if n, _ := g.counts(); n != 1 {
+			t.Errorf("service %s's process was profiled %d times for its 5 pages, want once", name, n)
+		}
+	}
+	for _, inc := range all(p.st) {
+		if inc.Profile == nil || inc.Profile.Rule != inc.Labels["sloth_service"] || inc.Profile.Error != "" {
+			t.Errorf("incident %s of %s: profile %+v", inc.ID, inc.Labels["sloth_service"], inc.Profile)
+		}
 	}
 }

@@ -17,13 +17,16 @@ package promfacts
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -55,6 +58,7 @@ const MaxSlowest = 10
 type Client struct {
 	api v1.API
 	url string
+	hc  *http.Client
 }
 
 // New returns a Client of the Prometheus at rawURL (http://host:9090),
@@ -68,12 +72,51 @@ func New(rawURL string, hc *http.Client) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the Prometheus URL %q: %w", rawURL, err)
 	}
-	return &Client{api: v1.NewAPI(c), url: rawURL}, nil
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{api: v1.NewAPI(c), url: strings.TrimRight(rawURL, "/"), hc: hc}, nil
 }
 
-// Targets lists Prometheus's scrape targets (targets.Discovery): the
-// pager config's rules find the processes of their jobs in it.
-func (c *Client) Targets(ctx context.Context) (v1.TargetsResult, error) { return c.api.Targets(ctx) }
+// maxTargetsBytes bounds the targets list read: a cluster's can be large,
+// but tens of MB of active targets are far past the max_targets a rule
+// takes.
+const maxTargetsBytes = 32 << 20
+
+// Targets lists Prometheus's active scrape targets (targets.Discovery):
+// the pager config's rules find the processes of their jobs in it. It
+// asks for the active ones only (client_golang's API client asks for all,
+// and a cluster's dropped targets can be most of them) and reads at most
+// maxTargetsBytes.
+func (c *Client) Targets(ctx context.Context) (v1.TargetsResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/api/v1/targets?state=active", nil)
+	if err != nil {
+		return v1.TargetsResult{}, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return v1.TargetsResult{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTargetsBytes+1))
+	switch {
+	case err != nil:
+		return v1.TargetsResult{}, fmt.Errorf("reading the targets: %w", err)
+	case len(body) > maxTargetsBytes:
+		return v1.TargetsResult{}, fmt.Errorf("the active targets are over %d bytes", maxTargetsBytes)
+	case resp.StatusCode != http.StatusOK:
+		return v1.TargetsResult{}, fmt.Errorf("the targets: %.100q", resp.Status)
+	}
+	var r struct {
+		Status string           `json:"status"`
+		Data   v1.TargetsResult `json:"data"`
+		Error  string           `json:"error"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
+		return v1.TargetsResult{}, fmt.Errorf("the targets: status %q, %.200q (%v)", r.Status, r.Error, err)
+	}
+	return r.Data, nil
+}
 
 // URL is the Prometheus the Client reads.
 func (c *Client) URL() string { return c.url }

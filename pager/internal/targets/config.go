@@ -107,7 +107,12 @@ func Default(profileURL, traceURL, gcJob string) Config {
 
 // Load reads and checks the config file at path.
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("pager config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	if err != nil {
 		return Config{}, fmt.Errorf("pager config: %w", err)
 	}
@@ -120,8 +125,8 @@ const maxConfigBytes = 1 << 20
 
 // Parse decodes and checks a config strictly: an unknown field, a second
 // document, a rule that names no process or can never match, each is an
-// error that names the file, the line and the field. Every mistake is
-// reported, not only the first.
+// error that names the file, the line and the field. The decoder's
+// mistakes are reported together; once the file decodes, every rule's.
 func Parse(data []byte, file string) (Config, error) {
 	if len(data) > maxConfigBytes {
 		return Config{}, fmt.Errorf("%s: over %d bytes", file, maxConfigBytes)
@@ -250,8 +255,9 @@ func (r *Rule) check() []error {
 	if r.MaxTargets < 0 || r.MaxTargets > 1000 {
 		bad("max_targets", "%d: want 1 to 1000 (0: %d)", r.MaxTargets, DefaultMaxTargets)
 	}
-	if r.Concurrency < 0 || r.Concurrency > 64 {
-		bad("concurrency", "%d: want 1 to 64 (0: %d)", r.Concurrency, DefaultConcurrency)
+	// Each fetch in flight may read 64 MiB and inflate as much.
+	if r.Concurrency < 0 || r.Concurrency > 16 {
+		bad("concurrency", "%d: want 1 to 16 (0: %d)", r.Concurrency, DefaultConcurrency)
 	}
 	seen := map[string]bool{}
 	for _, k := range r.Profiles {

@@ -3,6 +3,9 @@ package targets
 import (
 	"strings"
 	"testing"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 )
 
 const goodConfig = `rules:
@@ -112,5 +115,20 @@ func TestEachKindIsBesideTheHeapProfile(t *testing.T) {
 				t.Errorf("%s of %s: %s, want %s", k, heap, got, u)
 			}
 		}
+	}
+}
+
+// A port label's value is read as a number: "+80" and "0080" are port 80,
+// not a host of "+80".
+func TestAPortLabelIsANumber(t *testing.T) {
+	r := &Rule{Name: "r", PortLabel: "p", Path: DefaultPath}
+	for v, want := range map[string]string{"0080": "http://10.0.0.1:80/debug/pprof/allocs", "+6060": "http://10.0.0.1:6060/debug/pprof/allocs"} {
+		tg, err := r.target(v1.ActiveTarget{ScrapeURL: "http://10.0.0.1:9100/metrics", Labels: model.LabelSet{"p": model.LabelValue(v), "instance": "i"}})
+		if err != nil || tg.URL != want {
+			t.Errorf("port label %q: %+v %v, want %s", v, tg, err, want)
+		}
+	}
+	if _, err := r.target(v1.ActiveTarget{ScrapeURL: "http://10.0.0.1:9100/metrics", Labels: model.LabelSet{"p": "http"}}); err == nil || !strings.Contains(err.Error(), "no TCP port") {
+		t.Errorf("a port label of a name: %v", err)
 	}
 }

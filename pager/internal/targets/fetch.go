@@ -17,10 +17,22 @@ import (
 	"burnlab/shared/pproftop"
 )
 
-// MaxTotalBytes bounds what one Fetch reads of all its processes, as
-// pproftop.MaxBytes bounds one: max_targets processes of 64 MiB each would
-// hold gigabytes. Past it a process's profile is an error of its own.
-const MaxTotalBytes = 256 << 20
+// Limits bound one Fetch.
+type Limits struct {
+	// Concurrency is the fetches in flight at once (at least 1).
+	Concurrency int
+	// Timeout bounds each process's fetch; a cpu profile's CPUSeconds
+	// more.
+	Timeout    time.Duration
+	CPUSeconds int
+	// MaxFields bounds the fields (samples, locations, functions,
+	// mappings) of all the processes' parsed profiles together; default
+	// pproftop.MaxFields, what one profile may hold. A parsed field costs
+	// about 150 bytes (1M fields of an 11 KB gzip held 153 MiB), so this,
+	// not the bytes read, is what bounds the pager's memory: a real Go
+	// heap profile has some thousands.
+	MaxFields int
+}
 
 // Profiles is what Fetch got: the merge of every process's profile that
 // came, as pprof's bytes (gzipped proto), its top, and each process's own
@@ -32,15 +44,17 @@ type Profiles struct {
 	Instances []incident.InstanceProfile
 }
 
-// Fetch takes profile kind k of every target (Target.URLFor, a cpu
-// profile over cpuSeconds), at most concurrency at once and each within
-// timeout (a cpu profile's seconds more), and merges the profiles that
-// came (profile.Merge). One process that fails or hangs holds none of the
+// Fetch takes profile kind k of every target (Target.URLFor), within lim,
+// and merges the profiles that came (profile.Merge). One process that fails or hangs holds none of the
 // others back: it is an instance with an error. Only when none came is
 // Fetch an error, naming each failure.
-func Fetch(ctx context.Context, hc *http.Client, ts []Target, k Kind, cpuSeconds, concurrency int, timeout time.Duration) (Profiles, error) {
+func Fetch(ctx context.Context, hc *http.Client, ts []Target, k Kind, lim Limits) (Profiles, error) {
+	timeout := lim.Timeout
 	if k.Name == "cpu" {
-		timeout += time.Duration(cpuSeconds) * time.Second
+		timeout += time.Duration(lim.CPUSeconds) * time.Second
+	}
+	if lim.MaxFields <= 0 {
+		lim.MaxFields = pproftop.MaxFields
 	}
 	if len(ts) == 0 {
 		return Profiles{}, errors.New("no process to profile")
@@ -56,12 +70,12 @@ func Fetch(ctx context.Context, hc *http.Client, ts []Target, k Kind, cpuSeconds
 	c := *hc
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	var mu sync.Mutex
-	budget := int64(MaxTotalBytes)
+	fields := 0
 	out := Profiles{Instances: make([]incident.InstanceProfile, len(ts))}
-	sem := make(chan struct{}, max(1, concurrency))
+	sem := make(chan struct{}, max(1, lim.Concurrency))
 	var wg sync.WaitGroup
 	for i, t := range ts {
-		out.Instances[i] = incident.InstanceProfile{Instance: t.Instance, URL: t.URLFor(k, cpuSeconds)}
+		out.Instances[i] = incident.InstanceProfile{Instance: t.Instance, URL: t.URLFor(k, lim.CPUSeconds)}
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
@@ -74,9 +88,11 @@ func Fetch(ctx context.Context, hc *http.Client, ts []Target, k Kind, cpuSeconds
 			defer cancel()
 			raw, p, err := fetchOne(tctx, &c, out.Instances[i].URL)
 			if err == nil {
+				n := len(p.Sample) + len(p.Location) + len(p.Function) + len(p.Mapping)
 				mu.Lock()
-				if budget -= int64(len(raw)); budget < 0 {
-					err = fmt.Errorf("its profile (%d bytes) is past the %d bytes the pager reads of one rule's processes in all", len(raw), MaxTotalBytes)
+				if fields += n; fields > lim.MaxFields {
+					err = fmt.Errorf("its profile's %d fields are past the %d the pager holds of one capture's processes in all", n, lim.MaxFields)
+					fields -= n
 				}
 				mu.Unlock()
 			}
@@ -148,9 +164,9 @@ func fetchOne(ctx context.Context, hc *http.Client, url string) ([]byte, *profil
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		if loc := resp.Header.Get("Location"); loc != "" {
-			return nil, nil, fmt.Errorf("fetching %s: %s to %.100q, which the pager never follows", url, resp.Status, loc)
+			return nil, nil, fmt.Errorf("fetching %s: %.100q to %.100q, which the pager never follows", url, resp.Status, loc)
 		}
-		return nil, nil, fmt.Errorf("fetching %s: %s", url, resp.Status)
+		return nil, nil, fmt.Errorf("fetching %s: %.100q", url, resp.Status)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); strings.HasPrefix(mt, "text/html") {
 		return nil, nil, fmt.Errorf("fetching %s: it answered HTML, not a pprof profile: is the port or path wrong?", url)

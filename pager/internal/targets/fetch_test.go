@@ -38,7 +38,7 @@ func profileOf(raw []byte) http.HandlerFunc {
 // A service of five replicas: two answer real heap profiles, one an HTML
 // page (a wrong port), one hangs, one says 404 (a wrong path). The two are
 // merged; each of the three says why it is not in the merge; the one that
-// hangs holds no other back past its own timeout.
+// hangs is given up at its own timeout, and the others came all the same.
 func TestEveryReplicaIsProfiledAndMerged(t *testing.T) {
 	busy, idle := pproftoptest.HeapProfile(t), pproftoptest.IdleProfile(t)
 	hang := make(chan struct{})
@@ -76,7 +76,7 @@ func TestEveryReplicaIsProfiledAndMerged(t *testing.T) {
 			t.Errorf("target %d: %+v, want %s at %s", i, tg, want, srvs[i].URL+DefaultPath)
 		}
 	}
-	got, err := Fetch(context.Background(), http.DefaultClient, ts, Heap, 0, 2, 300*time.Millisecond)
+	got, err := Fetch(context.Background(), http.DefaultClient, ts, Heap, Limits{Concurrency: 2, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestAServiceThatCannotBeProfiledSaysWhy(t *testing.T) {
 		t.Errorf("targets at the scrape's port: %+v %v", ts, err)
 	}
 	// None came: the error names each.
-	_, err = Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "b", URL: b.URL + DefaultPath}}, Heap, 0, 1, time.Second)
+	_, err = Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "b", URL: b.URL + DefaultPath}}, Heap, Limits{Concurrency: 1, Timeout: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "no process's profile came: b: fetching") {
 		t.Errorf("no profile came: %v", err)
 	}
@@ -145,7 +145,7 @@ func TestAServiceThatCannotBeProfiledSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := replica(t, profileOf([]byte(buf.String())))
-	got, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "c", URL: c.URL + DefaultPath}}, Heap, 0, 1, time.Second)
+	got, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "c", URL: c.URL + DefaultPath}}, Heap, Limits{Concurrency: 1, Timeout: time.Second})
 	if err == nil || !strings.Contains(got.Instances[0].Error, `not a heap profile`) {
 		t.Errorf("a CPU profile: %+v %v", got.Instances, err)
 	}
@@ -159,8 +159,8 @@ func TestAProcessCannotRedirectThePager(t *testing.T) {
 	evil := replica(t, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, inside.URL+"/latest/meta-data/", http.StatusFound)
 	})
-	_, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "evil", URL: evil.URL + DefaultPath}}, Heap, 0, 1, time.Second)
-	if err == nil || !strings.Contains(err.Error(), "302 Found to") || !strings.Contains(err.Error(), "never follows") {
+	_, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "evil", URL: evil.URL + DefaultPath}}, Heap, Limits{Concurrency: 1, Timeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), `302 Found" to`) || !strings.Contains(err.Error(), "never follows") {
 		t.Errorf("a redirect: %v", err)
 	}
 	select {
@@ -174,11 +174,40 @@ func TestAProcessCannotRedirectThePager(t *testing.T) {
 // the bytes written are a profile, not nothing.
 func TestOneOfSeveralProfilesIsStored(t *testing.T) {
 	ok, gone := replica(t, profileOf(pproftoptest.HeapProfile(t))), replica(t, http.NotFound)
-	got, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "ok", URL: ok.URL + DefaultPath}, {Instance: "gone", URL: gone.URL + DefaultPath}}, Heap, 0, 2, time.Second)
+	got, err := Fetch(context.Background(), http.DefaultClient, []Target{{Instance: "ok", URL: ok.URL + DefaultPath}, {Instance: "gone", URL: gone.URL + DefaultPath}}, Heap, Limits{Concurrency: 2, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p, err := profile.ParseData(got.Raw); err != nil || len(p.Sample) == 0 || got.Instances[1].Error == "" {
 		t.Errorf("stored %d bytes (%v), instances %+v", len(got.Raw), err, got.Instances)
+	}
+}
+
+// What the pager holds of one capture's processes is bounded by their
+// parsed fields, not their bytes, which a gzip makes small: past the
+// bound a process's profile is an error of its own, and the rest merge.
+func TestTheProcessesProfilesAreBoundedInAll(t *testing.T) {
+	raw := pproftoptest.HeapProfile(t)
+	p, err := profile.ParseData(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(p.Sample) + len(p.Location) + len(p.Function) + len(p.Mapping)
+	var ts []Target
+	for i := range 3 {
+		ts = append(ts, Target{Instance: fmt.Sprint("p", i), URL: replica(t, profileOf(raw)).URL + DefaultPath})
+	}
+	got, err := Fetch(context.Background(), http.DefaultClient, ts, Heap, Limits{Concurrency: 1, Timeout: 5 * time.Second, MaxFields: 2*n + n/2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := 0
+	for _, in := range got.Instances {
+		if strings.Contains(in.Error, "fields are past the") {
+			over++
+		}
+	}
+	if over != 1 || got.Total != got.Instances[0].Total*2 && got.Total != got.Instances[1].Total*2 {
+		t.Errorf("room for 2.5 profiles of 3: %d refused, merged %d bytes; instances %+v", over, got.Total, got.Instances)
 	}
 }

@@ -3,6 +3,7 @@ package targets
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -12,6 +13,11 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 )
+
+// ErrNotYet marks what may be otherwise when asked again: Prometheus lists
+// no active target of a job (one that has just started lists none for its
+// first seconds), or could not be asked.
+var ErrNotYet = errors.New("not yet")
 
 // Target is one process to profile.
 type Target struct {
@@ -48,7 +54,7 @@ func Resolve(ctx context.Context, d Discovery, r *Rule) ([]Target, error) {
 	}
 	res, err := d.Targets(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("rule %q: listing Prometheus's targets: %w", r.Name, err)
+		return nil, fmt.Errorf("rule %q: listing Prometheus's targets: %w (%w)", r.Name, err, ErrNotYet)
 	}
 	var out []Target
 	found := map[string]int{}
@@ -69,7 +75,7 @@ func Resolve(ctx context.Context, d Discovery, r *Rule) ([]Target, error) {
 	}
 	for _, j := range r.Jobs {
 		if found[j] == 0 {
-			return nil, fmt.Errorf("rule %q: Prometheus has no active target of job %q: is the job's name right, and is it scraped?", r.Name, j)
+			return nil, fmt.Errorf("rule %q: Prometheus has no active target of job %q: is the job's name right, and is it scraped? (%w)", r.Name, j, ErrNotYet)
 		}
 	}
 	slices.SortFunc(out, func(a, b Target) int { return cmp.Compare(a.Instance, b.Instance) })
@@ -94,10 +100,11 @@ func (r *Rule) target(t v1.ActiveTarget) (Target, error) {
 			v, ok = t.DiscoveredLabels[r.PortLabel]
 		}
 		if ok {
-			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 65535 {
 				return Target{}, fmt.Errorf("target %q has %s=%.20q, which is no TCP port", t.Labels["instance"], r.PortLabel, v)
 			}
-			port = v
+			port = strconv.Itoa(n) // "+80" and "0080" are 80
 		}
 	}
 	if port == "" {

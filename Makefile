@@ -134,7 +134,11 @@ compose-plugin: ## install Compose v2 (tools/compose) as the docker CLI's compos
 # Sloth builds in its own module, out of go.work, so its large dependency
 # graph cannot move the services' versions.
 SLOTH      := GOWORK=off $(GO) -C prometheus/tools tool sloth
-SLO_SPEC   := ../slo/llm-gateway.yml
+# Each service's Sloth spec; Sloth reads them as one file of YAML documents,
+# one per service, and writes one rule file per window table, so Prometheus
+# loads a single rules/slo.yml wherever it runs.
+SLO_SPECS  := prometheus/slo/llm-gateway.yml prometheus/slo/llm-provider.yml
+SLO_SPEC   := $(abspath $(BIN))/slo-specs.yml
 LAB_WINDOWS := --slo-period-windows-path=../slo/windows/lab --default-slo-period=10h
 
 # The rule generators live in prometheus/rulegen, each package saying why.
@@ -147,12 +151,22 @@ BURNFACTS := $(GO) run ./prometheus/rulegen/cmd/burnfacts-rules
 # Sloth's pairs fire on one bad event in a window too empty to hold the
 # evidence; guard-rules adds a minimum-traffic guard to each pair, before
 # burnfacts-rules reads the pairs.
-GUARD := $(GO) run ./prometheus/rulegen/cmd/guard-rules -spec prometheus/slo/llm-gateway.yml
+GUARD := $(GO) run ./prometheus/rulegen/cmd/guard-rules -spec $(SLO_SPEC)
+# Sloth writes a document per service, and Prometheus reads a rule file's
+# first only; join-rules makes one of them, straight after Sloth.
+JOIN := $(GO) run ./prometheus/rulegen/cmd/join-rules
+
+# The specs joined, for Sloth and guard-rules (under bin/, not committed).
+.PHONY: slo-spec
+slo-spec:
+	@mkdir -p $(BIN); for f in $(SLO_SPECS); do echo "---"; cat $$f; done > $(SLO_SPEC)
 
 .PHONY: rules
-rules: ## regenerate prometheus/rules/ from the Sloth spec
+rules: slo-spec ## regenerate prometheus/rules/ from the Sloth specs
 	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-production.yml 2>/dev/null
 	$(SLOTH) generate -i $(SLO_SPEC) -o ../rules/slo-lab.yml $(LAB_WINDOWS) 2>/dev/null
+	$(JOIN) -in prometheus/rules/slo-production.yml
+	$(JOIN) -in prometheus/rules/slo-lab.yml
 	$(GUARD) -in prometheus/rules/slo-production.yml
 	$(GUARD) -in prometheus/rules/slo-lab.yml
 	$(BURNFACTS) -in prometheus/rules/slo-production.yml
@@ -161,10 +175,11 @@ rules: ## regenerate prometheus/rules/ from the Sloth spec
 	$(NODATA) -in prometheus/rules/slo-lab.yml
 
 .PHONY: check-rules
-check-rules: ## fail when the committed rules differ from a regeneration; run the promtool suites
+check-rules: slo-spec ## fail when the committed rules differ from a regeneration; run the promtool suites
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	($(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-production.yml 2>$$tmp/log && \
 	 $(SLOTH) generate -i $(SLO_SPEC) -o $$tmp/slo-lab.yml $(LAB_WINDOWS) 2>>$$tmp/log && \
+	 $(JOIN) -in $$tmp/slo-production.yml && $(JOIN) -in $$tmp/slo-lab.yml && \
 	 $(GUARD) -in $$tmp/slo-production.yml && $(GUARD) -in $$tmp/slo-lab.yml && \
 	 $(BURNFACTS) -in $$tmp/slo-production.yml && $(BURNFACTS) -in $$tmp/slo-lab.yml && \
 	 $(NODATA) -in $$tmp/slo-production.yml && $(NODATA) -in $$tmp/slo-lab.yml) || { cat $$tmp/log; exit 1; }; \

@@ -28,6 +28,26 @@ const (
 	TTFTObjective = 0.99
 )
 
+// The synthetic provider's own SLO (prometheus/slo/llm-provider.yml), on
+// its non-streaming POST /v1/chat/completions: the answers it gives its
+// direct clients, which the gateway never carries. A provider measures
+// what it owns: from the request read to the answer written.
+const (
+	// CompletionThreshold is the latency objective of one non-streaming
+	// completion. The provider does no inference: an ordinary answer takes
+	// well under a millisecond and the longest the lab asks for about two,
+	// so 100 ms is a regression, not noise on a busy machine.
+	CompletionThreshold = 100 * time.Millisecond
+	// CompletionObjective is the share of completions that must be answered
+	// within CompletionThreshold.
+	CompletionObjective = 0.999
+)
+
+// CompletionBuckets are the buckets of the provider's completion duration
+// histogram: the time-to-first-token buckets, which hold
+// CompletionThreshold (0.1) too.
+var CompletionBuckets = TTFTBuckets
+
 // Buckets are the classic histogram buckets, in seconds, of every stream
 // duration histogram in burnlab. They include the threshold exactly (0.6) so
 // that `le="0.6"` is an exact SLI, with resolution on both sides of it.

@@ -50,6 +50,7 @@ func TestBucketsHoldTheThresholds(t *testing.T) {
 	}{
 		{"stream duration", Threshold.Seconds(), Buckets},
 		{"TTFT", TTFTThreshold.Seconds(), TTFTBuckets},
+		{"provider completion", CompletionThreshold.Seconds(), CompletionBuckets},
 	} {
 		if !slices.Contains(c.buckets, c.threshold) {
 			t.Errorf("%s buckets %v lack the threshold %v", c.name, c.buckets, c.threshold)

@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -90,17 +91,27 @@ type spec struct {
 // SLO after Sloth's groups. Every other byte is kept, so a regeneration
 // compares with the committed file. It runs before prometheus/rulegen/burnfacts, which
 // reads the guards to say which pair fired.
+//
+// The spec may hold several services, one YAML document each, as Sloth
+// reads them.
 func Append(sloth, slothSpec []byte) ([]byte, error) {
-	var sp spec
-	if err := yaml.Unmarshal(slothSpec, &sp); err != nil {
-		return nil, fmt.Errorf("guard: reading the Sloth spec: %w", err)
-	}
 	totals := map[string]string{} // sloth_id → total query
-	for _, o := range sp.SLOs {
-		if o.SLI.Events == nil || strings.TrimSpace(o.SLI.Events.TotalQuery) == "" {
-			return nil, fmt.Errorf("guard: SLO %s has no events SLI with a total_query, so its events cannot be counted", o.Name)
+	services := map[string]string{}
+	dec := yaml.NewDecoder(bytes.NewReader(slothSpec))
+	for {
+		var sp spec
+		if err := dec.Decode(&sp); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("guard: reading the Sloth spec: %w", err)
 		}
-		totals[sp.Service+"-"+o.Name] = o.SLI.Events.TotalQuery
+		for _, o := range sp.SLOs {
+			if o.SLI.Events == nil || strings.TrimSpace(o.SLI.Events.TotalQuery) == "" {
+				return nil, fmt.Errorf("guard: SLO %s has no events SLI with a total_query, so its events cannot be counted", o.Name)
+			}
+			totals[sp.Service+"-"+o.Name] = o.SLI.Events.TotalQuery
+			services[sp.Service+"-"+o.Name] = sp.Service
+		}
 	}
 	if bytes.Contains(sloth, []byte(Record)) {
 		return nil, errors.New("guard: the rule file is guarded already: regenerate it with Sloth first")
@@ -155,7 +166,8 @@ func Append(sloth, slothSpec []byte) ([]byte, error) {
 		"# events over its pairs' long windows, which the alerts' minimum-traffic\n" +
 		"# guards read (prometheus/rulegen/guard explains them). DO NOT EDIT.\n")
 	for _, id := range ids {
-		service, name := sp.Service, strings.TrimPrefix(id, sp.Service+"-")
+		service := services[id]
+		name := strings.TrimPrefix(id, service+"-")
 		fmt.Fprintf(&out, "- name: %s%s\n  rules:\n", GroupPrefix, id)
 		ws := windows[id]
 		slices.Sort(ws)

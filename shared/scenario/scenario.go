@@ -29,8 +29,30 @@ const (
 	TTFT          = "ttft"
 )
 
-// SLOs are the three, in the Sloth spec's order.
-var SLOs = []string{StreamLatency, Availability, TTFT}
+// CompletionLatency is the synthetic provider's own SLO, of
+// prometheus/slo/llm-provider.yml: its non-streaming answers to the
+// clients that call it directly, which the gateway never carries.
+const CompletionLatency = "completion-latency"
+
+// Services are the sloth_service labels of the SLOs: the gateway's and
+// the provider's.
+var Services = []string{"llm-gateway", "llm-provider"}
+
+// SLOs are the gateway's three, in the Sloth spec's order, and the
+// provider's.
+var SLOs = []string{StreamLatency, Availability, TTFT, CompletionLatency}
+
+// The provider's direct clients, which the load generator plays beside the
+// gateway's streams (loadgen -direct): DirectRate non-streaming completions
+// a second, every DirectLongEvery-th asking DirectLongTokens words and the
+// rest DirectTokens. They are the provider's SLI's traffic in every
+// scenario; only provider-regression makes the long ones slow.
+const (
+	DirectRate       = 5
+	DirectLongEvery  = 100
+	DirectLongTokens = 16000
+	DirectTokens     = 300
+)
 
 // Severities of the generated alerts (their severity label).
 const (
@@ -60,6 +82,10 @@ const (
 	SlowFirstByte Fault = "slow_first_byte"
 	// HoldEnd holds the stream for Delay before its last event.
 	HoldEnd Fault = "hold_end"
+	// Regress switches the provider's own code: its non-streaming answers
+	// build their text with += (provider.concatText), a quadratic path.
+	// No stream is touched.
+	Regress Fault = "regress"
 )
 
 // A Step is the share of streams the fault hits from After (since the
@@ -104,8 +130,9 @@ type Scenario struct {
 	Profile string
 }
 
-// Budgets of the three SLOs.
-var Budgets = map[string]float64{StreamLatency: slo.Budget, Availability: slo.Budget, TTFT: 1 - slo.TTFTObjective}
+// Budgets of the four SLOs.
+var Budgets = map[string]float64{StreamLatency: slo.Budget, Availability: slo.Budget, TTFT: 1 - slo.TTFTObjective,
+	CompletionLatency: 1 - slo.CompletionObjective}
 
 const (
 	tailShare = 0.01                    // 1 stream in 100
@@ -207,6 +234,17 @@ func All() []Scenario {
 			// of budget the window must first forget.
 			Observe: 3*creepStep + time.Minute,
 			Profile: "nothing in the gateway: the tail is the upstream's",
+		},
+		{
+			Name: "provider-regression", Build: variant.Fixed, Fault: Regress,
+			What: fmt.Sprintf("the provider's own code regresses: its non-streaming answers build their text with += (O(n²)), so each %d-word answer (1 in %d of its direct clients') takes over %v",
+				DirectLongTokens, DirectLongEvery, slo.CompletionThreshold),
+			Burn: map[string]float64{CompletionLatency: burn(1.0/DirectLongEvery, CompletionLatency)},
+			Why: fmt.Sprintf("completion-latency: 1/%d / %g = %gx; a %d-word answer still takes a millisecond or two. The gateway's streams take the provider's streaming path, which the regression leaves alone: its three SLOs 0x",
+				DirectLongEvery, Budgets[CompletionLatency], burn(1.0/DirectLongEvery, CompletionLatency), DirectTokens),
+			Fires:   []Alert{{CompletionLatency, Page}},
+			Observe: observe,
+			Profile: "provider.concatText tops the provider's alloc_space: the provider is the culprit, and the gateway's profile is clean",
 		},
 	}
 }

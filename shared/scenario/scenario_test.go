@@ -30,7 +30,12 @@ func TestEachRowsBurnFollowsFromItsFaultAndFiresWhatItSays(t *testing.T) {
 		if _, err := variant.Parse(string(sc.Build)); err != nil {
 			t.Errorf("%s: build %q", sc.Name, sc.Build)
 		}
-		if sc.Fault != NoFault {
+		if sc.Fault == Regress {
+			// The share is the direct clients' long answers, each slow.
+			if got, want := sc.Burn[CompletionLatency], 1.0/DirectLongEvery/Budgets[CompletionLatency]; len(sc.Steps) != 0 || got != want {
+				t.Errorf("%s: steps %v and burn %v, want none and %v", sc.Name, sc.Steps, got, want)
+			}
+		} else if sc.Fault != NoFault {
 			last := sc.Steps[len(sc.Steps)-1].Share
 			for _, a := range sc.Fires {
 				if got, want := sc.Burn[a.SLO], last/Budgets[a.SLO]; got != want {
@@ -54,7 +59,7 @@ func TestEachRowsBurnFollowsFromItsFaultAndFiresWhatItSays(t *testing.T) {
 			t.Errorf("%s observes %v: a 2-minute window must fit inside it", sc.Name, sc.Observe)
 		}
 	}
-	for _, want := range []string{"regression", None, "upstream-errors", "slow-first-token", "upstream-tail", "creep"} {
+	for _, want := range []string{"regression", None, "upstream-errors", "slow-first-token", "upstream-tail", "creep", "provider-regression"} {
 		if !names[want] {
 			t.Errorf("no %s scenario", want)
 		}

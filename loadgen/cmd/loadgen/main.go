@@ -21,6 +21,7 @@ var envs = map[string]string{
 	"shape":        "LOADGEN_SHAPE",
 	"calibrate":    "LOADGEN_CALIBRATE",
 	"admin":        "LOADGEN_ADMIN",
+	"direct":       "LOADGEN_DIRECT",
 	"rate":         "LOADGEN_RATE",
 	"duration":     "LOADGEN_DURATION",
 	"max-inflight": "LOADGEN_MAX_INFLIGHT",

@@ -199,11 +199,11 @@ func TestRunValidateNamesEveryBadFlag(t *testing.T) {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	var o runOptions
 	o.register(fs)
-	if err := fs.Parse([]string{"-calibrate", "-start-delay", "-1s", "-shard", "3/2", "-creep", "-1h"}); err != nil {
+	if err := fs.Parse([]string{"-calibrate", "-start-delay", "-1s", "-shard", "3/2", "-creep", "-1h", "-direct", "upstream:8081"}); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err := o.Validate()
-	for _, want := range []string{"-tenants", "-start-delay", "-calibrate needs -shape", "-shard", "-creep"} {
+	for _, want := range []string{"-tenants", "-start-delay", "-calibrate needs -shape", "-shard", "-creep", "-direct"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v; want it to name %s", err, want)
 		}

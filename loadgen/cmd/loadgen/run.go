@@ -27,6 +27,7 @@ type runOptions struct {
 	shard                      string
 	timeout                    time.Duration
 	admin, out, name, logLevel string
+	direct                     string
 }
 
 func (o *runOptions) register(fs *flag.FlagSet) {
@@ -45,6 +46,8 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxInFlight, "max-inflight", 256, "most concurrent streams; starts beyond it are dropped and counted")
 	fs.StringVar(&o.shard, "shard", "", "send only shard i/N of the schedule (/N: i from "+load.JobIndexEnv+", a Kubernetes Indexed Job's); N shards together send the whole")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "give up a stream after this long")
+	fs.StringVar(&o.direct, "direct", "", "also send the provider's direct clients' non-streaming completions to this URL "+
+		"(e.g. http://127.0.0.1:8081/v1/chat/completions): the traffic of the provider's own SLO; '' for none")
 	fs.StringVar(&o.admin, "admin", "127.0.0.1:6061", "address of /metrics, /healthz and /debug/pprof/ ('' for none; loopback by default: pprof reads the heap)")
 	fs.StringVar(&o.out, "o", "", "write the report as JSON to this file")
 	fs.StringVar(&o.name, "name", "", "name of this run in the report (e.g. baseline, fixed)")
@@ -74,6 +77,11 @@ func (o *runOptions) Validate() (load.Keys, load.Shard, error) {
 	shard, err := load.ParseShard(o.shard, os.Getenv(load.JobIndexEnv))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("-shard: %w", err))
+	}
+	if o.direct != "" {
+		if err := (load.Direct{URL: o.direct}).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("-%w", err))
+		}
 	}
 	return keys, shard, errors.Join(errs...)
 }
@@ -137,13 +145,22 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	log.Info().Str("target", o.target).Float64("rate", sh.Rate).Int("long_every", sh.LongEvery).Int("long_events", sh.LongEvents).
 		Int("short_min", sh.ShortMin).Int("short_max", sh.ShortMax).Bool("calibrated", calibrated).Dur("creep", sh.Creep).
-		Dur("duration", o.duration).Int("tenants", len(keys.Load)).Stringer("shard", shard).Msg("starting load")
+		Dur("duration", o.duration).Int("tenants", len(keys.Load)).Stringer("shard", shard).Str("direct", o.direct).Msg("starting load")
 
 	started := time.Now()
 	progressDone := make(chan struct{})
 	progressCtx, stopProgress := context.WithCancel(ctx)
 	go func() { progress(progressCtx, stderr, log, rec, started); close(progressDone) }()
+	directCtx, stopDirect := context.WithCancel(ctx)
+	directErr := make(chan error, 1)
+	if o.direct != "" {
+		go func() { directErr <- load.RunDirect(directCtx, load.Direct{URL: o.direct, Shard: shard}, reg) }()
+	} else {
+		directErr <- nil
+	}
 	runErr := load.Run(ctx, cfg, rec)
+	stopDirect()
+	runErr = errors.Join(runErr, <-directErr)
 	stopProgress()
 	<-progressDone
 

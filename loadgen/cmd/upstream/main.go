@@ -1,14 +1,17 @@
 // Command upstream is burnlab's synthetic model provider: an
 // OpenAI-compatible POST /v1/chat/completions that streams seeded token
-// streams, as long as each request's max_tokens asks, on one port with its
-// /metrics, /healthz, /readyz and /debug/pprof/, and the lab's scenario
-// control: GET /scenario, PUT /scenario/{name} (make scenario S=…).
+// streams, as long as each request's max_tokens asks, with the lab's
+// scenario control beside it: GET /scenario, PUT /scenario/{name} (make
+// scenario S=…). Its /metrics, /healthz, /readyz and /debug/pprof/ are on
+// an admin listener of their own, as the gateway's are: a provider's
+// clients reach its API, and only Prometheus and the pager its heap.
 package main
 
 import (
 	"context"
 	"flag"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 
 var envs = map[string]string{
 	"listen":                "UPSTREAM_LISTEN",
+	"admin":                 "UPSTREAM_ADMIN",
 	"log-level":             "LOG_LEVEL",
 	"seed":                  "UPSTREAM_SEED",
 	"first-token-delay":     "UPSTREAM_FIRST_TOKEN_DELAY",
@@ -37,7 +41,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg := provider.DefaultConfig()
 	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8081", "address for the API, /metrics and /debug/pprof/ (loopback by default: pprof reads the heap)")
+	listen := fs.String("listen", "127.0.0.1:8081", "address of the API and the scenario control")
+	admin := fs.String("admin", "127.0.0.1:6062", "address of /metrics, /healthz, /readyz and /debug/pprof/ (loopback by default: pprof reads the heap)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the token streams")
 	fs.IntVar(&cfg.ShortMin, "short-min", cfg.ShortMin, "fewest events of an ordinary stream (when the request gives no max_tokens)")
@@ -68,8 +73,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	var ready service.Readiness
-	mux := service.AdminMux(reg, &ready)
-	mux.Handle("/v1/", p)
-	p.Scenarios.Register(mux)
-	return service.Serve(ctx, log, service.Drain{Ready: &ready, Timeout: 30 * time.Second}, service.Server{Name: "api", Addr: *listen, Handler: mux, Streaming: true})
+	api := http.NewServeMux()
+	api.Handle("/v1/", p)
+	p.Scenarios.Register(api)
+	return service.Serve(ctx, log, service.Drain{Ready: &ready, Timeout: 30 * time.Second},
+		service.Server{Name: "api", Addr: *listen, Handler: api, Streaming: true},
+		service.Server{Name: "admin", Addr: *admin, Handler: service.AdminMux(reg, &ready)})
 }

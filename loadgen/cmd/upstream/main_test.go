@@ -11,11 +11,15 @@ import (
 	"burnlab/shared/freeport"
 )
 
-func TestServesStreamsAndMetrics(t *testing.T) {
-	addr := freeport.ForTest(t)
+// The API and the admin listener are apart: the heap and the metrics are
+// not on the port the provider's clients reach.
+func TestServesStreamsAndMetricsOnItsAdminListener(t *testing.T) {
+	addr, admin := freeport.ForTest(t), freeport.ForTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-listen", addr, "-log-level", "error"}, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"-listen", addr, "-admin", admin, "-log-level", "error"}, io.Discard)
+	}()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -38,11 +42,24 @@ func TestServesStreamsAndMetrics(t *testing.T) {
 	if strings.Count(string(b), "chat.completion.chunk") != 4 || !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
 		t.Fatalf("stream:\n%s", b)
 	}
-	m, _ := http.Get("http://" + addr + "/metrics")
+	m, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
 	mb, _ := io.ReadAll(m.Body)
 	m.Body.Close()
 	if !strings.Contains(string(mb), "upstream_events_total 3") {
 		t.Fatalf("metrics lack upstream_events_total 3")
+	}
+	for _, path := range []string{"/metrics", "/debug/pprof/allocs"} {
+		r, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != http.StatusNotFound {
+			t.Errorf("the API serves %s: %s", path, r.Status)
+		}
 	}
 }
 

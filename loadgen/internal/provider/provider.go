@@ -23,6 +23,7 @@ import (
 	"burnlab/loadgen/tokens"
 	"burnlab/shared/openai"
 	"burnlab/shared/scenario"
+	"burnlab/shared/slo"
 )
 
 // Faults are injected with these probabilities per stream; all zero by
@@ -93,6 +94,9 @@ type Provider struct {
 	events        prometheus.Counter
 	faults        *prometheus.CounterVec
 	inFlight      prometheus.Gauge
+	// completions is the provider's own SLI (shared/slo's
+	// CompletionThreshold): how long each non-streaming answer took.
+	completions prometheus.Histogram
 }
 
 // New returns a Provider registering its upstream_* metrics on reg.
@@ -115,8 +119,13 @@ func New(cfg Config, reg prometheus.Registerer, log zerolog.Logger) (*Provider, 
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "upstream_streams_in_flight", Help: "Streams being sent now.",
 		}),
+		completions: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "upstream_completion_duration_seconds",
+			Help:    "Time to answer one non-streaming chat completion, from the request's arrival to the answer written.",
+			Buckets: slo.CompletionBuckets,
+		}),
 	}
-	reg.MustRegister(p.requestsTotal, p.events, p.faults, p.inFlight)
+	reg.MustRegister(p.requestsTotal, p.events, p.faults, p.inFlight, p.completions)
 	p.Scenarios = newScenarios(reg, time.Now)
 	for _, k := range []string{"reset", "malformed", "5xx", "slow_first_byte", "hold_end"} {
 		p.faults.WithLabelValues(k)
@@ -132,6 +141,7 @@ type chatRequest struct {
 }
 
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	if r.URL.Path != "/v1/chat/completions" {
 		p.fail(w, http.StatusNotFound, "invalid_request_error", "no route "+r.URL.Path+"; use POST /v1/chat/completions")
 		return
@@ -157,6 +167,15 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 		return
 	}
+	id := "c" + strconv.FormatUint(n%(36*36*36), 36)
+	if !req.Stream {
+		// The lab's faults are the gateway's streams' (each scenario's
+		// share counts streams), so a direct client's answer meets only the
+		// provider's own code: the provider-regression scenario's.
+		p.complete(w, rng, id, length)
+		p.completions.Observe(time.Since(arrived).Seconds())
+		return
+	}
 	f := p.cfg.Faults
 	sc, hit := p.Scenarios.hit(length)
 	var inject injected
@@ -180,11 +199,6 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if inject.fail503 || f.Status5xx > 0 && rng.Float64() < f.Status5xx {
 		p.faults.WithLabelValues("5xx").Inc()
 		p.fail(w, http.StatusServiceUnavailable, "server_error", "injected fault: the model is overloaded")
-		return
-	}
-	id := "c" + strconv.FormatUint(n%(36*36*36), 36)
-	if !req.Stream {
-		p.complete(w, rng, id, length)
 		return
 	}
 	p.inFlight.Inc()
@@ -300,20 +314,46 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand
 }
 
 // complete answers a non-streaming request with the whole text at once.
+// While the provider-regression scenario runs, the text is built by
+// concatText instead of appendText: the same words, in quadratic time.
 func (p *Provider) complete(w http.ResponseWriter, rng *rand.Rand, id string, length int) {
-	var text []byte
-	for range length {
-		text = append(text, tokens.Word(rng)...)
+	render := appendText
+	if p.Scenarios.regressed() {
+		render = concatText
 	}
+	text := render(rng, length)
 	w.Header().Set("Content-Type", "application/json")
 	p.requestsTotal.WithLabelValues("200").Inc()
 	// An error here is a client gone before its answer: nothing to do.
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": "burnlab-synthetic",
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]string{"role": "assistant", "content": string(text)}}},
+			"message": map[string]string{"role": "assistant", "content": text}}},
 		"usage": map[string]int{"completion_tokens": length},
 	})
+}
+
+// appendText draws length words into one growing buffer: amortised
+// linear time.
+func appendText(rng *rand.Rand, length int) string {
+	var text []byte
+	for range length {
+		text = append(text, tokens.Word(rng)...)
+	}
+	return string(text)
+}
+
+// concatText is the provider's own regression, the write-up's mistake made
+// again in another service: each word is added with +=, which copies the
+// whole text so far into a new string. A 300-word answer hardly notices;
+// a 16,000-word one copies about a gigabyte, and its garbage makes
+// concatText the top of the provider's alloc_space.
+func concatText(rng *rand.Rand, length int) string {
+	var text string
+	for range length {
+		text += tokens.Word(rng)
+	}
+	return text
 }
 
 func (p *Provider) fail(w http.ResponseWriter, status int, kind, msg string) {

@@ -56,11 +56,12 @@ func (s *Scenarios) set(sc scenario.Scenario) {
 
 // hit is what the active scenario does to the next stream, of length
 // events: its fault, or NoFault, and the number of the hit (from 1), which
-// alternates a Fail's two kinds.
+// alternates a Fail's two kinds. A Regress hits no stream: it changes the
+// provider's own code, not what it does to the gateway's streams.
 func (s *Scenarios) hit(length int) (scenario.Scenario, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cur.Fault == scenario.NoFault || s.cur.MaxEvents > 0 && length > s.cur.MaxEvents {
+	if s.cur.Fault == scenario.NoFault || s.cur.Fault == scenario.Regress || s.cur.MaxEvents > 0 && length > s.cur.MaxEvents {
 		return s.cur, 0
 	}
 	s.acc += s.cur.Share(s.now().Sub(s.since))
@@ -70,6 +71,15 @@ func (s *Scenarios) hit(length int) (scenario.Scenario, uint64) {
 	s.acc--
 	s.hits++
 	return s.cur, s.hits
+}
+
+// regressed says whether the provider runs its own regression
+// (scenario.Regress): a code path switched at run time, for every
+// non-streaming answer while the scenario runs.
+func (s *Scenarios) regressed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.Fault == scenario.Regress
 }
 
 // scenarioState is the control endpoint's answer.

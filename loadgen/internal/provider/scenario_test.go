@@ -3,9 +3,11 @@ package provider
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +208,71 @@ func TestScenarioFaults(t *testing.T) {
 			t.Fatalf("done=%v after %v, want at least %v", done, time.Since(start), wait)
 		}
 	})
+}
+
+// answer asks s for a non-streaming answer of words words and returns its
+// text and the bytes the process allocated meanwhile.
+func answer(t *testing.T, s *httptest.Server, words int) (string, uint64) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(fmt.Sprintf(`{"max_tokens":%d}`, words)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || len(c.Choices) != 1 {
+		t.Fatalf("%d: %+v %v", resp.StatusCode, c, err)
+	}
+	runtime.ReadMemStats(&after)
+	return c.Choices[0].Message.Content, after.TotalAlloc - before.TotalAlloc
+}
+
+// provider-regression switches the provider's own code, not a sleep: the
+// answer is the same text, built in quadratic space, and it is counted in
+// the provider's SLI. Streams are left alone.
+func TestProviderRegressionSwitchesTheCodePathOfAnswersOnly(t *testing.T) {
+	s, p, reg := control(t)
+	const words = 4000
+	healthy, linear := answer(t, s, words)
+	if code, body := put(t, s.URL+"/scenario/provider-regression"); code != http.StatusOK {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	p.requests.Store(0) // the same seed draws the same words again
+	regressed, quadratic := answer(t, s, words)
+	if regressed != healthy || len(healthy) < words {
+		t.Fatalf("the regressed answer differs: %d bytes, healthy %d", len(regressed), len(healthy))
+	}
+	// About words²/2 × 4.5 bytes (36 MB), against some 400 KB for the
+	// healthy answer with its request, JSON and the test's own client.
+	if quadratic < 20*linear {
+		t.Errorf("the regressed answer allocated %d bytes, the healthy one %d: want a quadratic path", quadratic, linear)
+	}
+	if got := testutil.CollectAndCount(reg, "upstream_completion_duration_seconds"); got != 1 {
+		t.Errorf("%d completion histograms", got)
+	}
+	if n := histogramCount(t, reg, "upstream_completion_duration_seconds"); n != 2 {
+		t.Errorf("the SLI counted %d answers, want 2", n)
+	}
+	if sc, hit := p.Scenarios.hit(10); hit != 0 || sc.Name != "provider-regression" {
+		t.Errorf("a stream was hit (%d) by %s", hit, sc.Name)
+	}
+}
+
+func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("no %s", name)
+	return 0
 }

@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"burnlab/prometheus/rulegen/nodata"
+	"burnlab/shared/scenario"
 	"burnlab/stack/lab"
 )
 
@@ -136,7 +137,7 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// Prometheus and Alertmanager read the very files the lab renders, at
+// Prometheus, Alertmanager and the pager read the very files the lab renders, at
 // the same places relative to each other, and nothing else of the repo.
 func TestConfigFilesAreTheLabs(t *testing.T) {
 	for _, windows := range []string{"lab", "production"} {
@@ -146,7 +147,7 @@ func TestConfigFilesAreTheLabs(t *testing.T) {
 			want[f.Service+":"+f.Target] = filepath.Join(mustAbs(t, root), f.Source)
 		}
 		got := map[string]string{}
-		for _, name := range []string{lab.Prometheus, lab.Alertmanager} {
+		for _, name := range []string{lab.Prometheus, lab.Alertmanager, lab.Pager} {
 			for _, v := range p.Services[name].Volumes {
 				if v.Type == types.VolumeTypeBind {
 					got[name+":"+v.Target] = v.Source
@@ -231,7 +232,7 @@ func TestExposedPortsAreTheListenedOnes(t *testing.T) {
 	// The contract's ports, as the lab uses them.
 	a := lab.DefaultAddrs()
 	for svc, addrs := range map[string][]string{
-		lab.Gateway: {a.GatewayPublic, a.GatewayAdmin}, lab.Upstream: {a.Upstream}, lab.Loadgen: {a.LoadgenAdmin},
+		lab.Gateway: {a.GatewayPublic, a.GatewayAdmin}, lab.Upstream: {a.Upstream, a.UpstreamAdmin}, lab.Loadgen: {a.LoadgenAdmin},
 		lab.Pager: {a.Pager}, lab.Prometheus: {a.Prometheus}, lab.Alertmanager: {a.Alertmanager},
 	} {
 		var want []string
@@ -756,8 +757,8 @@ func TestPageLinksLeadToThePagersPublishedPort(t *testing.T) {
 				}
 			}
 		}
-		if pages != 3 {
-			t.Errorf("%s: %d page alerts, want one per SLO (3)", windows, pages)
+		if pages != len(scenario.SLOs) {
+			t.Errorf("%s: %d page alerts, want one per SLO (%d)", windows, pages, len(scenario.SLOs))
 		}
 	}
 }

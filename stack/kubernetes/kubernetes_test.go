@@ -153,7 +153,7 @@ func TestChecksFailOnHandMadeFaults(t *testing.T) {
 		{"container port mismatch", "base/gateway.yaml", "containerPort: 6060", "containerPort: 6070", "baseline",
 			"ports", "containerPorts [6070 8080], but it listens on [6060 8080]"},
 		{"listen port off the table", "base/upstream.yaml", `value: ":8081"`, `value: ":8082"`, "baseline",
-			"ports", "the lab's address table says [8081]"},
+			"ports", "the lab's address table says [6062 8081]"},
 		{"probe on the wrong path", "base/pager.yaml", "path: /readyz", "path: /ready", "fixed",
 			"ports", "readiness probe GET /ready"},
 		{"rule drift", "components/windows-lab/prometheusrule.yaml", `le="0.6"}[30s]`, `le="0.5"}[30s]`, "baseline",

@@ -49,7 +49,7 @@ func peers(ns string) []peer {
 // and Grafana (its datasource).
 var reachable = map[string]map[int32][]string{
 	lab.Gateway:  {8080: {"*"}, 6060: {"prometheus", lab.Pager}},
-	lab.Upstream: {8081: {"prometheus", lab.Gateway}},
+	lab.Upstream: {8081: {lab.Gateway, lab.Loadgen}, 6062: {"prometheus", lab.Pager}},
 	lab.Pager:    {5001: {"prometheus", "alertmanager", "grafana"}},
 	lab.Loadgen:  {6061: {"prometheus"}},
 }

@@ -207,7 +207,7 @@ func labPorts() map[string][]int32 {
 	}
 	return map[string][]int32{
 		lab.Gateway:  {port(a.GatewayAdmin), port(a.GatewayPublic)},
-		lab.Upstream: {port(a.Upstream)},
+		lab.Upstream: {port(a.Upstream), port(a.UpstreamAdmin)},
 		lab.Loadgen:  {port(a.LoadgenAdmin)},
 		lab.Pager:    {port(a.Pager)},
 	}

@@ -47,7 +47,7 @@ const (
 // fired and cleared between two — in Prometheus's ALERTS series over the
 // last run and in every incident the pager holds.
 func firedOverTheRun(l *Lab, sc scenario.Scenario, run time.Duration) error {
-	fired, err := l.Series(fmt.Sprintf(`max by (alertname, sloth_slo, severity) (max_over_time(ALERTS{sloth_service="llm-gateway",alertstate="firing"}[%ds]))`, int(run.Seconds())))
+	fired, err := l.Series(fmt.Sprintf(`max by (alertname, sloth_slo, severity) (max_over_time(ALERTS{sloth_service=~"`+strings.Join(scenario.Services, "|")+`",alertstate="firing"}[%ds]))`, int(run.Seconds())))
 	if err != nil {
 		return err
 	}

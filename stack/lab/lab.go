@@ -46,13 +46,13 @@ const (
 // Addrs are the lab's listen addresses. The compose addresses they replace
 // are the ones in the repo's config files (service:port).
 type Addrs struct {
-	GatewayPublic, GatewayAdmin, Upstream, LoadgenAdmin, Pager, Prometheus, Alertmanager string
+	GatewayPublic, GatewayAdmin, Upstream, UpstreamAdmin, LoadgenAdmin, Pager, Prometheus, Alertmanager string
 }
 
 // DefaultAddrs are the contract's ports on 127.0.0.1.
 func DefaultAddrs() Addrs {
 	return Addrs{GatewayPublic: "127.0.0.1:8080", GatewayAdmin: "127.0.0.1:6060", Upstream: "127.0.0.1:8081",
-		LoadgenAdmin: "127.0.0.1:6061", Pager: "127.0.0.1:5001", Prometheus: "127.0.0.1:9090", Alertmanager: "127.0.0.1:9093"}
+		UpstreamAdmin: "127.0.0.1:6062", LoadgenAdmin: "127.0.0.1:6061", Pager: "127.0.0.1:5001", Prometheus: "127.0.0.1:9090", Alertmanager: "127.0.0.1:9093"}
 }
 
 // replacements maps each compose address in the config files to its lab
@@ -61,6 +61,7 @@ func (a Addrs) replacements() *strings.Replacer {
 	return strings.NewReplacer(
 		"gateway:6060", a.GatewayAdmin,
 		"upstream:8081", a.Upstream,
+		"upstream:6062", a.UpstreamAdmin,
 		"loadgen:6061", a.LoadgenAdmin,
 		"pager:5001", a.Pager,
 		"alertmanager:9093", a.Alertmanager,
@@ -182,8 +183,8 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		args  []string
 		ready string
 	}{
-		{Upstream, []string{l.bin("upstream"), "-listen", a.Upstream}, "http://" + a.Upstream + "/readyz"},
-		{Pager, []string{l.bin("pager"), "-listen", a.Pager, "-data", l.path("data/pager"),
+		{Upstream, []string{l.bin("upstream"), "-listen", a.Upstream, "-admin", a.UpstreamAdmin}, "http://" + a.UpstreamAdmin + "/readyz"},
+		{Pager, []string{l.bin("pager"), "-listen", a.Pager, "-data", l.path("data/pager"), "-targets", l.path("etc/pager.yml"),
 			"-profile-url", "http://" + a.GatewayAdmin + "/debug/pprof/allocs", "-trace-url", "http://" + a.GatewayAdmin + service.FlightRecorderPath, "-external-url", "http://" + a.Pager,
 			"-prometheus-url", "http://" + a.Prometheus, "-alertmanager-urls", "http://" + a.Alertmanager}, "http://" + a.Pager + "/readyz"},
 		{Alertmanager, []string{amBin, "--config.file=" + l.path("etc/alertmanager.yml"), "--storage.path=" + l.path("data/alertmanager"),
@@ -306,6 +307,7 @@ func ConfigFiles(windows string) []ConfigFile {
 		{Alertmanager, "alertmanager/alertmanager.yml", "/etc/alertmanager/alertmanager.yml", "etc/alertmanager.yml"},
 		// alertmanager.yml's templates, found relative to it.
 		{Alertmanager, "alertmanager/templates/burnlab.tmpl", "/etc/alertmanager/templates/burnlab.tmpl", "etc/templates/burnlab.tmpl"},
+		{Pager, "pager/pager.yml", "/etc/burnlab/pager.yml", "etc/pager.yml"},
 	}
 }
 
@@ -448,7 +450,8 @@ func (l *Lab) StartLoad(ctx context.Context) error {
 	}
 	a := l.cfg.Addrs
 	args := []string{l.bin("loadgen"), "-target", "http://" + a.GatewayPublic + "/v1/chat/stream",
-		"-tenants", l.cfg.Tenants, "-shape", l.cfg.Shape, "-duration", "0", "-admin", a.LoadgenAdmin, "-ramp", "10s"}
+		"-tenants", l.cfg.Tenants, "-shape", l.cfg.Shape, "-duration", "0", "-admin", a.LoadgenAdmin, "-ramp", "10s",
+		"-direct", "http://" + a.Upstream + "/v1/chat/completions"}
 	return l.start(ctx, Loadgen, append(args, l.cfg.LoadArgs...), "http://"+a.LoadgenAdmin+"/readyz")
 }
 
@@ -517,6 +520,7 @@ func (l *Lab) URLs() [][2]string {
 	return [][2]string{
 		{"gateway", "http://" + a.GatewayPublic + "/v1/chat/stream"},
 		{"gateway admin", "http://" + a.GatewayAdmin + "/metrics"},
+		{"provider admin", "http://" + a.UpstreamAdmin + "/metrics"},
 		{"prometheus", "http://" + a.Prometheus + "/alerts"},
 		{"alertmanager", "http://" + a.Alertmanager},
 		{"pager", "http://" + a.Pager + "/"},

@@ -36,15 +36,16 @@ func TestRenderChangesOnlyAddresses(t *testing.T) {
 			"prometheus/prometheus.yml":                "etc/prometheus.yml",
 			"alertmanager/alertmanager.yml":            "etc/alertmanager.yml",
 			"prometheus/rules/slo-" + windows + ".yml": "etc/rules/slo.yml",
+			"pager/pager.yml":                          "etc/pager.yml",
 		} {
 			orig, _ := os.ReadFile(filepath.Join(root, src))
 			got, _ := os.ReadFile(filepath.Join(cfg.Dir, dst))
-			for _, compose := range []string{"gateway:6060", "upstream:8081", "loadgen:6061", "pager:5001", "alertmanager:9093", "alertmanager-2:9093", "localhost:9090"} {
+			for _, compose := range []string{"gateway:6060", "upstream:8081", "upstream:6062", "loadgen:6061", "pager:5001", "alertmanager:9093", "alertmanager-2:9093", "localhost:9090"} {
 				if strings.Contains(string(got), compose) {
 					t.Errorf("%s still names %s", dst, compose)
 				}
 			}
-			back := strings.NewReplacer(addrs.GatewayAdmin, "gateway:6060", addrs.Upstream, "upstream:8081", addrs.LoadgenAdmin, "loadgen:6061",
+			back := strings.NewReplacer(addrs.GatewayAdmin, "gateway:6060", addrs.Upstream, "upstream:8081", addrs.UpstreamAdmin, "upstream:6062", addrs.LoadgenAdmin, "loadgen:6061",
 				addrs.Pager, "pager:5001", addrs.Alertmanager, "alertmanager:9093", addrs.Prometheus, "localhost:9090").Replace(string(got))
 			// The lab's one Alertmanager answers for both of the pair.
 			if back != strings.ReplaceAll(string(orig), "alertmanager-2:9093", "alertmanager:9093") {
@@ -171,7 +172,8 @@ func TestMatrixChecksFailWhatTheyGuard(t *testing.T) {
 	}
 	ratio := func(v string) map[string]string {
 		return map[string]string{`outcome="ok"}[2m]`: vector("", "25"), `ratio_rate2m{sloth_slo="stream-latency"}`: vector(`"sloth_slo":"stream-latency"`, v),
-			`ratio_rate2m{sloth_slo="availability"}`: vector("", "0"), `ratio_rate2m{sloth_slo="ttft"}`: vector("", "0")}
+			`ratio_rate2m{sloth_slo="availability"}`: vector("", "0"), `ratio_rate2m{sloth_slo="ttft"}`: vector("", "0"),
+			`ratio_rate2m{sloth_slo="completion-latency"}`: vector("", "0")}
 	}
 	for name, c := range map[string]struct {
 		results map[string]string
@@ -257,6 +259,6 @@ func TestOkDeltasReadsThePagersCounter(t *testing.T) {
 // freeAddrs picks the lab's ports for a test beside a running lab.
 func freeAddrs(t testing.TB) Addrs {
 	p := freeport.ForTest
-	return Addrs{GatewayPublic: p(t), GatewayAdmin: p(t), Upstream: p(t), LoadgenAdmin: p(t),
+	return Addrs{GatewayPublic: p(t), GatewayAdmin: p(t), Upstream: p(t), UpstreamAdmin: p(t), LoadgenAdmin: p(t),
 		Pager: p(t), Prometheus: p(t), Alertmanager: p(t)}
 }

@@ -50,7 +50,7 @@ func TestEveryReplicaOfAServiceIsProfiled(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := freeport.ForTest
-	up, prom, pager := p(t), p(t), p(t)
+	up, upAdmin, prom, pager := p(t), p(t), p(t), p(t)
 	gw := [][2]string{{p(t), p(t)}, {p(t), p(t)}} // each replica's public and admin
 	write := func(name, text string) string {
 		path := filepath.Join(dir, name)
@@ -85,7 +85,7 @@ scrape_configs:
 		}
 		procs = append(procs, pr)
 	}
-	start("upstream", "http://"+up+"/readyz", bin+"upstream", "-listen", up)
+	start("upstream", "http://"+upAdmin+"/readyz", bin+"upstream", "-listen", up, "-admin", upAdmin)
 	for i, g := range gw {
 		start(fmt.Sprintf("gateway-%d", i), "http://"+g[1]+"/readyz", bin+"gateway", "-listen", g[0], "-admin", g[1],
 			"-upstream", "http://"+up, "-tenants", "k=t:100000000", "-drain-grace", "0s", "-log-level", "warn")

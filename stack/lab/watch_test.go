@@ -66,7 +66,7 @@ func (w *watch) poll() error {
 		return slo
 	}
 	mark := func(source string, labels map[string]string) {
-		if labels["sloth_service"] == "llm-gateway" {
+		if slices.Contains(scenario.Services, labels["sloth_service"]) {
 			seen[key(source, scenario.Alert{SLO: name(labels["sloth_slo"], labels["alertname"]), Severity: labels["severity"]})] = true
 		}
 	}

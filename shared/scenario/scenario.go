@@ -38,9 +38,11 @@ const CompletionLatency = "completion-latency"
 // the provider's.
 var Services = []string{"llm-gateway", "llm-provider"}
 
-// SLOs are the gateway's three, in the Sloth spec's order, and the
-// provider's.
-var SLOs = []string{StreamLatency, Availability, TTFT, CompletionLatency}
+// GatewaySLOs are the gateway's three, in its Sloth spec's order.
+var GatewaySLOs = []string{StreamLatency, Availability, TTFT}
+
+// SLOs are the gateway's three and the provider's.
+var SLOs = append(slices.Clip(GatewaySLOs), CompletionLatency)
 
 // The provider's direct clients, which the load generator plays beside the
 // gateway's streams (loadgen -direct): DirectRate non-streaming completions

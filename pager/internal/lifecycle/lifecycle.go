@@ -79,9 +79,14 @@ type Config struct {
 	// Prometheus is where a new page's facts are read (facts.go); nil
 	// reads none from it, and the facts say so.
 	Prometheus *promfacts.Client
-	// Deltas holds the gateway's delta heap profiles, which a new page's
-	// facts compare; nil compares none.
+	// Deltas holds the delta heap profiles taken at ProfileURL, which a
+	// new page's facts compare: those of the flags' one rule, or of the
+	// sampled rule without a URL of its own (targets.Config.FlagSampled);
+	// nil compares none.
 	Deltas Deltas
+	// RuleDeltas hold, by rule name, the delta heap profiles of each
+	// sampled rule of one static URL (targets.Rule.OwnSample).
+	RuleDeltas map[string]Deltas
 	// GCJob (only without Targets) is the Prometheus job of the process
 	// ProfileURL profiles, whose garbage collector's share of CPU a new
 	// page's facts read; empty reads none.
@@ -230,7 +235,7 @@ func (l *Lifecycle) act(a store.Accepted, c capture) {
 			l.record(a, "page", c.shot)
 		})
 	}
-	if a.Fired && (l.cfg.Prometheus != nil || l.cfg.Deltas != nil) {
+	if a.Fired && (l.cfg.Prometheus != nil || l.cfg.Deltas != nil || len(l.cfg.RuleDeltas) > 0) {
 		l.captures.Go(func() { l.readFacts(a) })
 	}
 	if a.Cleared {

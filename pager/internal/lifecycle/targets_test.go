@@ -207,3 +207,43 @@ func TestEachRuleHasItsOwnWindow(t *testing.T) {
 		}
 	}
 }
+
+// Each sampled rule of one static URL is compared on its own sampler's
+// deltas, never on another process's: the provider's page reads the
+// provider's sampler (here it has no burn window to compare over, which
+// is how far it gets without Prometheus), and a rule whose sampler is
+// missing says so rather than borrowing -profile-url's.
+func TestASampledRulesPageReadsItsOwnSampler(t *testing.T) {
+	gw := newFakeGateway(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(pproftoptest.HeapProfile(t)) }))
+	t.Cleanup(srv.Close)
+	cfg, err := targets.Parse([]byte(`rules:
+  - name: provider
+    match: {sloth_service: llm-provider}
+    static: [`+srv.URL+`]
+    sampled: true
+  - name: gateway
+    static: [`+gw.url()+`]
+    sampled: true
+`), "pager.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPagerIn(t, t.TempDir(), "", func(c *lifecycle.Config) {
+		c.Targets, c.Deltas, c.RuleDeltas = &cfg, deltas{}, map[string]lifecycle.Deltas{"provider": deltas{}}
+	})
+	start := time.Now().UTC().Truncate(time.Second)
+	provider := with(alert("firing", "page", start), "labels", map[string]string{"alertname": "ProviderLatency", "severity": "page", "sloth_service": "llm-provider"})
+	gateway := with(with(alert("firing", "page", start), "fingerprint", fingerprint("gateway")),
+		"labels", map[string]string{"alertname": "GatewayLatency", "severity": "page", "sloth_service": "llm-gateway"})
+	if status, body := p.post(t, "/webhook/page", notification(provider, gateway)); status != 200 {
+		t.Fatalf("%d %s", status, body)
+	}
+	p.l.Close(context.Background())
+	for fp, want := range map[string]string{"page": "no window pair", "gateway": `rule "gateway" is sampled at ` + gw.url() + `, and no sampler runs there`} {
+		inc, _ := p.st.Incident(store.IncidentID(&store.Alert{Fingerprint: fingerprint(fp), StartsAt: start}))
+		if f := inc.Facts; f == nil || f.Heap == nil || !strings.Contains(f.Heap.Error, want) {
+			t.Errorf("%s: heap facts %+v, want %q", fp, inc.Facts, want)
+		}
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"burnlab/pager/internal/heapdelta"
 	"burnlab/pager/internal/lifecycle"
 	"burnlab/pager/internal/store"
+	"burnlab/pager/internal/targets"
 	"burnlab/pager/internal/web"
 	"burnlab/pager/internal/webhook"
 	"burnlab/shared/service"
@@ -85,12 +87,34 @@ func Run(ctx context.Context, cfg Config) error {
 	samplerCtx, stopSampler := context.WithCancel(ctx)
 	var sampling sync.WaitGroup
 	defer func() { stopSampler(); sampling.Wait() }()
-	if lc.ProfileURL != "" && (lc.Targets == nil || lc.Targets.Sampled() != nil) {
+	// One sampler per sampled process, its metrics labelled with its
+	// rule's name (a config's, never a request's): -profile-url's, for
+	// the flags' rule or the one sampled rule without a URL of its own,
+	// and one at each sampled rule's own static URL.
+	sample := func(rule, url string) *heapdelta.Sampler {
 		deltas := cfg.Deltas
-		deltas.Log = log
-		sampler := heapdelta.New(deltas, reg)
-		lc.Deltas = sampler
-		sampling.Go(func() { sampler.Run(samplerCtx) })
+		deltas.URL, deltas.CountsURL, deltas.Log = url, heapdelta.CountsURL(url), log.With().Str("rule", rule).Logger()
+		s := heapdelta.New(deltas, prometheus.WrapRegistererWith(prometheus.Labels{"rule": rule}, reg))
+		sampling.Go(func() { s.Run(samplerCtx) })
+		return s
+	}
+	switch {
+	case lc.Targets == nil:
+		if lc.ProfileURL != "" {
+			lc.Deltas = sample(targets.DefaultRule, lc.ProfileURL)
+		}
+	default:
+		if r := lc.Targets.FlagSampled(); r != nil && lc.ProfileURL != "" {
+			lc.Deltas = sample(r.Name, lc.ProfileURL)
+		}
+		for _, r := range lc.Targets.Rules {
+			if r.Sampled && r.OwnSample() != "" {
+				if lc.RuleDeltas == nil {
+					lc.RuleDeltas = map[string]lifecycle.Deltas{}
+				}
+				lc.RuleDeltas[r.Name] = sample(r.Name, r.OwnSample())
+			}
+		}
 	}
 	life := lifecycle.New(lc, reg)
 	wh := cfg.Webhook

@@ -77,9 +77,11 @@ type Rule struct {
 	// CPUSeconds is how long a cpu profile samples (default
 	// DefaultCPUSeconds): the capture waits that long for it.
 	CPUSeconds int `yaml:"cpu_seconds"`
-	// Sampled says the pager's rolling delta heap sampler (-profile-url)
-	// samples this rule's process, so its pages get the heap's change and
-	// growth; a page of any other rule says it has none.
+	// Sampled says the pager's rolling delta heap sampler samples this
+	// rule's process, so its pages get the heap's change and growth; a
+	// page of any other rule says it has none. A rule of one static URL
+	// is sampled there (OwnSample); any other samples -profile-url, the
+	// one process the flags name, so only one such rule can be sampled.
 	Sampled bool `yaml:"sampled"`
 
 	line int // where the rule begins in its file
@@ -93,6 +95,9 @@ const (
 	DefaultCPUSeconds  = 10
 )
 
+// DefaultRule names the flags' one rule.
+const DefaultRule = "default"
+
 // Default is the config the pager's flags make when no file is given: one
 // rule that takes every alert and profiles profileURL, as the pager always
 // did. An empty profileURL makes no rule: no alert is profiled.
@@ -100,7 +105,7 @@ func Default(profileURL, traceURL, gcJob string) Config {
 	if profileURL == "" {
 		return Config{file: "the pager's flags"}
 	}
-	r := Rule{Name: "default", Static: []string{profileURL}, TraceURL: traceURL, GCJob: gcJob, Sampled: true}
+	r := Rule{Name: DefaultRule, Static: []string{profileURL}, TraceURL: traceURL, GCJob: gcJob, Sampled: true}
 	r.defaults()
 	return Config{Rules: []Rule{r}, file: "the pager's flags"}
 }
@@ -168,9 +173,9 @@ func Parse(data []byte, file string) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s: name: the name of rule %d too; want names of their own", at, first))
 		}
 		names[r.Name] = i + 1
-		if r.Sampled {
+		if r.Sampled && r.OwnSample() == "" {
 			if sampled++; sampled == 2 {
-				errs = append(errs, fmt.Errorf("%s: sampled: a second rule says so; the delta sampler samples one process", at))
+				errs = append(errs, fmt.Errorf("%s: sampled: a second rule without one static URL of its own says so; such a rule is sampled at -profile-url, one process", at))
 			}
 		}
 		if len(r.Match) == 0 && i < len(cfg.Rules)-1 {
@@ -309,10 +314,21 @@ func (r *Rule) defaults() {
 // File is where the config came from.
 func (c Config) File() string { return c.file }
 
-// Sampled is the rule whose process the delta sampler samples, or nil.
-func (c Config) Sampled() *Rule {
+// OwnSample is where the delta sampler samples a sampled rule of one
+// static URL, and "" for any other rule: that one is sampled at
+// -profile-url.
+func (r Rule) OwnSample() string {
+	if len(r.Jobs) == 0 && len(r.Static) == 1 {
+		return r.Static[0]
+	}
+	return ""
+}
+
+// FlagSampled is the sampled rule without a URL of its own, sampled at
+// -profile-url, or nil.
+func (c Config) FlagSampled() *Rule {
 	for i := range c.Rules {
-		if c.Rules[i].Sampled {
+		if c.Rules[i].Sampled && c.Rules[i].OwnSample() == "" {
 			return &c.Rules[i]
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"burnlab/shared/incident"
 	"burnlab/shared/results"
+	"burnlab/shared/scenario"
 	"burnlab/stack/lab"
 	"burnlab/tools/standins"
 )
@@ -55,8 +56,9 @@ const project = "burnlab-e2e"
 // TestComposeEndToEnd runs docker-compose.yml on this machine's Docker
 // engine, as `docker compose up --build` does, through the write-up's
 // incident: the baseline pages with the guilty function named, `make
-// fixed` recreates only the gateway and the page resolves; then the
-// upstream-errors scenario pages availability, a restart keeps what the
+// fixed` recreates only the gateway and the page resolves; meanwhile the
+// provider's own regression pages its SLO with the provider's profile;
+// then the upstream-errors scenario pages availability, a restart keeps what the
 // stack stored, and `down -v` leaves nothing behind. An engine with no
 // registry gets the stand-in bases (package standins); Grafana, which has
 // none, is left out and said so.
@@ -149,6 +151,15 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Fatalf("the page-time profile names %s, want %s", top.Function, guilty)
 	}
 	tl.mark(fmt.Sprintf("PROFILE from http://gateway:6060: top alloc_space %s (%.1f%%)", inc.Profile.Top[0].Function, inc.Profile.Top[0].FlatPct))
+	// The provider's own regression, set now through make scenario's
+	// control (the gateway keeps its build: its page is the baseline's),
+	// pages the provider's SLO while the gateway's page resolves; step 3b
+	// reads that page.
+	providerAt := time.Now()
+	if err := scenario.Set(ctx, "http://"+probe.Addrs.Upstream, "provider-regression"); err != nil {
+		t.Fatal(err)
+	}
+	tl.mark("make scenario S=provider-regression: the provider's own code regresses (its SLO only)")
 	words, err := probe.CheckTrace(inc)
 	if err != nil {
 		t.Fatalf("the page's flight-recorder snapshot: %v", err)
@@ -167,8 +178,8 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, inc := range incs {
-		if inc.SLO != "stream-latency" {
-			t.Errorf("the baseline's run raised %s %s (%s): only stream-latency may fire", inc.SLO, inc.Severity, inc.AlertName)
+		if inc.SLO != "stream-latency" && inc.SLO != scenario.CompletionLatency {
+			t.Errorf("the baseline's run raised %s %s (%s): only stream-latency may fire, beside the provider's own", inc.SLO, inc.Severity, inc.AlertName)
 		}
 	}
 	tl.note(fmt.Sprintf("the first page burns within %dx–%dx (the steady traffic's, not the calibration's); the pager holds %d incidents, all stream-latency's",
@@ -197,6 +208,23 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Errorf("the before/after diff: %v", err)
 	}
 	tl.note("the pager's -diff_base view of the page-time and after profiles shows " + guilty + " gone")
+
+	// 3b. The provider's page carries the provider's profile and verdict,
+	// not the gateway's; cleared, it resolves before the faults count
+	// notifications.
+	told, err := probe.CheckProviderPage(ctx, pageWithin-time.Since(providerAt))
+	if err != nil {
+		s.dump(ctx)
+		t.Fatal(err)
+	}
+	tl.block(fmt.Sprintf("the provider's page, %s after make scenario S=provider-regression", time.Since(providerAt).Round(time.Second)), strings.Join(told, "\n"))
+	provider := waitIncident(t, s, probe, scenario.CompletionLatency, "page", providerAt, pageWithin)
+	cleared := time.Now()
+	if err := scenario.Set(ctx, "http://"+probe.Addrs.Upstream, scenario.None); err != nil {
+		t.Fatal(err)
+	}
+	waitResolved(t, s, probe, provider.ID, cleared)
+	tl.mark(fmt.Sprintf("RESOLVED the provider's page %s after make scenario S=none", time.Since(cleared).Round(time.Second)))
 
 	// 4. The monitoring path's faults (faults_test.go), after a reference
 	// cycle that injects a scenario through make scenario's own code.

@@ -11,12 +11,10 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -463,12 +461,12 @@ func (l *Lab) StartLoad(ctx context.Context) error {
 const idleDeltaWithin = time.Minute
 
 // waitIdleDelta waits until the pager has taken a delta heap profile of
-// the gateway (pager_delta_profiles_total{result="ok"} above 0).
+// the gateway (pager_delta_profiles_total{result="ok",rule="gateway"}
+// above 0).
 func (l *Lab) waitIdleDelta(ctx context.Context) error {
-	url := "http://" + l.cfg.Addrs.Pager + "/metrics"
 	deadline := time.Now().Add(idleDeltaWithin)
 	for {
-		n, err := okDeltas(ctx, url)
+		n, err := l.pagerDeltas()
 		if err == nil && n > 0 {
 			return nil
 		}
@@ -481,34 +479,6 @@ func (l *Lab) waitIdleDelta(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// okDeltas reads pager_delta_profiles_total{result="ok"} from the pager's
-// /metrics.
-func okDeltas(ctx context.Context, url string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	const series = `pager_delta_profiles_total{result="ok"} `
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), series); ok {
-			return strconv.ParseFloat(strings.TrimSpace(v), 64)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("reading %s: %w", url, err)
-	}
-	return 0, fmt.Errorf("%s has no %s", url, strings.TrimSpace(series))
 }
 
 // StopLoad stops the load generator.

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -231,27 +230,29 @@ func TestIncidentIsFetchedByItsID(t *testing.T) {
 }
 
 // The lab starts its load only once the pager reports a delta heap profile
-// taken: okDeltas reads that count from the pager's own exposition, and a
-// pager without the series is an error, never a zero to wait on forever.
-func TestOkDeltasReadsThePagersCounter(t *testing.T) {
+// of the gateway: pagerDeltas reads that count from the pager's own
+// exposition, the gateway's rule's series only, and a pager without it is
+// an error, never a zero to wait on forever.
+func TestPagerDeltasReadsTheGatewaysCounter(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pager_delta_profiles_total", Help: "h"}, []string{"result"})
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pager_delta_profiles_total", Help: "h"}, []string{"result", "rule"})
 	reg.MustRegister(c)
-	c.WithLabelValues("ok")
-	c.WithLabelValues("error").Add(3)
+	c.WithLabelValues("ok", GatewayRule)
+	c.WithLabelValues("error", GatewayRule).Add(3)
+	c.WithLabelValues("ok", "provider").Add(7)
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
-	ctx := context.Background()
-	if n, err := okDeltas(ctx, srv.URL); err != nil || n != 0 {
-		t.Fatalf("before any delta: %v, %v; want 0, nil", n, err)
+	p := Probe{Addrs{Pager: strings.TrimPrefix(srv.URL, "http://")}}
+	if n, err := p.pagerDeltas(); err != nil || n != 0 {
+		t.Fatalf("before any delta of the gateway: %v, %v; want 0, nil", n, err)
 	}
-	c.WithLabelValues("ok").Add(2)
-	if n, err := okDeltas(ctx, srv.URL); err != nil || n != 2 {
+	c.WithLabelValues("ok", GatewayRule).Add(2)
+	if n, err := p.pagerDeltas(); err != nil || n != 2 {
 		t.Fatalf("after two deltas: %v, %v; want 2, nil", n, err)
 	}
 	other := httptest.NewServer(promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}))
 	defer other.Close()
-	if _, err := okDeltas(ctx, other.URL); err == nil {
+	if _, err := (Probe{Addrs{Pager: strings.TrimPrefix(other.URL, "http://")}}).pagerDeltas(); err == nil {
 		t.Fatal("a /metrics without the series read as no error")
 	}
 }

@@ -292,8 +292,12 @@ func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, c
 	}
 	for _, a := range sc.Fires {
 		if a.SLO == scenario.CompletionLatency && a.Severity == scenario.Page {
-			if err := providerPageNamesTheProvider(ctx, l, a, say); err != nil {
+			told, err := l.CheckProviderPage(ctx, 90*time.Second)
+			if err != nil {
 				return err
+			}
+			for _, line := range told {
+				say("PAGE %s", line)
 			}
 		}
 		if a.Severity == scenario.Ticket {
@@ -438,48 +442,6 @@ func tellsItsStory(ctx context.Context, l *Lab, a scenario.Alert, say func(strin
 		return inc.ID, nil
 	}
 	return "", fmt.Errorf("no firing %s in the pager", a)
-}
-
-// providerPageNamesTheProvider holds the provider's own page to the
-// pager's config (pager/pager.yml): its rule is the provider's, and the
-// top of its alloc_space is the provider's regressed function, not the
-// gateway's.
-func providerPageNamesTheProvider(ctx context.Context, l *Lab, a scenario.Alert, say func(string, ...any)) error {
-	const within = 90 * time.Second
-	const culprit = "provider.concatText"
-	for deadline := time.Now().Add(within); ; {
-		incs, err := l.Incidents()
-		if err != nil {
-			return err
-		}
-		for _, inc := range incs {
-			if inc.SLO != a.SLO || inc.Severity != a.Severity || inc.Profile == nil || inc.Profile.TakenAt.IsZero() {
-				continue
-			}
-			// The rule names one process (its static URL, the provider's
-			// admin listener), so the profile is that one's: only the
-			// provider's binary has concatText.
-			p := inc.Profile
-			switch {
-			case p.Error != "":
-				return fmt.Errorf("the provider's page has no profile: %s", p.Error)
-			case p.Rule != "provider":
-				return fmt.Errorf("the provider's page was profiled by rule %q, want provider", p.Rule)
-			case len(p.Top) == 0 || !strings.HasSuffix(p.Top[0].Function, culprit):
-				return fmt.Errorf("the provider's page's alloc_space top is %+v, want %s first", p.Top, culprit)
-			}
-			say("PAGE %s profiled by rule %s: %s tops alloc_space at %.0f %%", a, p.Rule, p.Top[0].Function, p.Top[0].FlatPct)
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no profiled %s page in the pager within %s", a, within)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
 }
 
 // ticketCarriesItsVerdict holds a ticket to being diagnosed as a page is:

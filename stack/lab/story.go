@@ -432,7 +432,14 @@ func (l Probe) WaitHeapBaseline(ctx context.Context, within time.Duration) error
 	})
 }
 
-// pagerDeltas is pager_delta_profiles_total{result="ok"}, from the pager.
+// GatewayRule is the gateway's rule in pager/pager.yml: the pager's
+// delta sampler of the gateway labels its metrics with it.
+const GatewayRule = "gateway"
+
+// pagerDeltas is pager_delta_profiles_total{result="ok",rule="gateway"},
+// from the pager: the gateway's deltas, not another sampled process's.
+// A pager without the series is an error, never a zero to wait on
+// forever.
 func (l Probe) pagerDeltas() (float64, error) {
 	text, err := l.pagerPage("/metrics")
 	if err != nil {
@@ -448,13 +455,15 @@ func (l Probe) pagerDeltas() (float64, error) {
 		return 0, errors.New("the pager has no pager_delta_profiles_total")
 	}
 	for _, m := range mf.GetMetric() {
+		labels := map[string]string{}
 		for _, lp := range m.GetLabel() {
-			if lp.GetName() == "result" && lp.GetValue() == "ok" {
-				return m.GetCounter().GetValue(), nil
-			}
+			labels[lp.GetName()] = lp.GetValue()
+		}
+		if labels["result"] == "ok" && labels["rule"] == GatewayRule {
+			return m.GetCounter().GetValue(), nil
 		}
 	}
-	return 0, nil
+	return 0, fmt.Errorf(`the pager has no pager_delta_profiles_total{result="ok",rule=%q}: its config samples no rule of that name`, GatewayRule)
 }
 
 // CheckPage reads the incident's web page and says what of its story it

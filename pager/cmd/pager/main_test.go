@@ -137,7 +137,6 @@ func TestValidateChecksThePagerConfig(t *testing.T) {
 	}{
 		{[]string{"-targets", write("bad.yml", "rules:\n  - name: a\n    job: [x]\n")}, "bad.yml: yaml: unmarshal errors:\n  line 3: field job not found"},
 		{[]string{"-targets", jobs, "-prometheus-url", ""}, "rules with jobs find their processes through Prometheus, and -prometheus-url is empty"},
-		{[]string{"-targets", jobs, "-profile-url", ""}, `rule "provider" is sampled at -profile-url (it has no one static URL of its own), and -profile-url is empty`},
 		{[]string{"-targets", filepath.Join(dir, "none.yml")}, "none.yml: no such file"},
 	} {
 		fs := flag.NewFlagSet("pager", flag.ContinueOnError)

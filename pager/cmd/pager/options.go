@@ -64,7 +64,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.data, "data", "pager-data", "directory of the notification journal and captured profiles")
 	fs.StringVar(&o.profileURL, "profile-url", "http://gateway:6060/debug/pprof/allocs", "heap profile to capture when a page fires ('' to disable)")
 	fs.StringVar(&o.targets, "targets", "", "pager config (YAML) mapping alerts to the processes to profile, found through Prometheus's scrape targets (docs/pager.md); "+
-		"without it every alert profiles -profile-url, and with it -profile-url is only where the delta sampler samples a sampled rule without one static URL")
+		"without it every alert profiles -profile-url, and with it -profile-url is not used: each rule names its processes")
 	fs.BoolVar(&o.check, "check", false, "check the flags and the -targets file, say what is wrong, and exit (0: all good): for a config's CI")
 	fs.StringVar(&o.traceURL, "trace-url", "http://gateway:6060"+service.FlightRecorderPath, "flight-recorder snapshot to take with each profile: the gateway's last seconds of execution trace, "+
 		"split into where its slowest requests' time went ('' to disable)")
@@ -129,8 +129,6 @@ func (o *options) Validate() (pager.Config, error) {
 			errs = append(errs, fmt.Errorf("-targets: %w", err))
 		case c.NeedsPrometheus() && prom == nil:
 			errs = append(errs, fmt.Errorf("-targets %s: its rules with jobs find their processes through Prometheus, and -prometheus-url is empty", o.targets))
-		case c.FlagSampled() != nil && o.profileURL == "":
-			errs = append(errs, fmt.Errorf("-targets %s: rule %q is sampled at -profile-url (it has no one static URL of its own), and -profile-url is empty", o.targets, c.FlagSampled().Name))
 		}
 		rules = &c
 	}

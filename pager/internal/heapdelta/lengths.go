@@ -92,15 +92,15 @@ func readLengths(ctx context.Context, client *http.Client, u string) (l Lengths,
 // counters' growth from before to after it. nil when either read failed
 // or the counters fell (the gateway restarted): the growth fit then
 // leaves that window out.
-func (s *Sampler) lengthsAround(ctx context.Context, take func() error) (*Lengths, error) {
-	if s.counts == "" {
+func (s *Sampler) lengthsAround(ctx context.Context, counts string, take func() error) (*Lengths, error) {
+	if counts == "" {
 		return nil, take()
 	}
-	before, okBefore, errBefore := readLengths(ctx, s.cfg.Client, s.counts)
+	before, okBefore, errBefore := readLengths(ctx, s.cfg.Client, counts)
 	if err := take(); err != nil {
 		return nil, err
 	}
-	after, okAfter, errAfter := readLengths(ctx, s.cfg.Client, s.counts)
+	after, okAfter, errAfter := readLengths(ctx, s.cfg.Client, counts)
 	if errBefore != nil || errAfter != nil {
 		s.cfg.Log.Debug().AnErr("before", errBefore).AnErr("after", errAfter).Msg("the gateway's stream counts around a delta were not read")
 		return nil, nil

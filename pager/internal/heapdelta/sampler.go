@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
@@ -101,6 +102,14 @@ type Config struct {
 	// (default and at most DefaultMaxBytes, which the verdict reads its
 	// samples with); a larger one is an error and is not kept.
 	MaxBytes int64
+	// Processes, when set, replaces URL: it is asked before each delta
+	// for the allocs URLs of the processes to sample (a pager rule's,
+	// found through Prometheus's discovery). Each is sampled at once, with
+	// its own /metrics' counts, and the deltas are merged into one: a
+	// service of several replicas is compared as the one service it is.
+	// A delta some process failed is no delta: merged from fewer
+	// processes than the next, it would read as a change.
+	Processes func(ctx context.Context) ([]string, error)
 }
 
 // withDefaults fills the zero fields of c.
@@ -157,15 +166,23 @@ func (c Config) deltaURL() (string, error) {
 			return "", fmt.Errorf("heapdelta: counts url %q: want http(s)://host/metrics", c.CountsURL)
 		}
 	}
-	u, err := url.Parse(c.URL)
+	if c.Processes != nil {
+		return "", nil
+	}
+	return withSeconds(c.URL, c.Seconds)
+}
+
+// withSeconds is the delta URL of an allocs URL: seconds set in its query.
+func withSeconds(allocs string, seconds int) (string, error) {
+	u, err := url.Parse(allocs)
 	if err != nil {
-		return "", fmt.Errorf("heapdelta: url %q: %w", c.URL, err)
+		return "", fmt.Errorf("heapdelta: url %q: %w", allocs, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("heapdelta: url %q: want http(s)://host/debug/pprof/allocs", c.URL)
+		return "", fmt.Errorf("heapdelta: url %q: want http(s)://host/debug/pprof/allocs", allocs)
 	}
 	q := u.Query()
-	q.Set("seconds", strconv.Itoa(c.Seconds))
+	q.Set("seconds", strconv.Itoa(seconds))
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
@@ -262,12 +279,7 @@ func (s *Sampler) Samples() []Sample {
 // counted nor logged.
 func (s *Sampler) take(ctx context.Context) error {
 	began := s.clock.Now()
-	var sample Sample
-	lengths, err := s.lengthsAround(ctx, func() (err error) {
-		sample, err = s.fetch(ctx)
-		return err
-	})
-	sample.Lengths = lengths
+	sample, err := s.sample(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.results.WithLabelValues("error").Inc()
@@ -287,39 +299,113 @@ func (s *Sampler) take(ctx context.Context) error {
 	return nil
 }
 
+// sample takes one delta: of the one URL, or of every process
+// Config.Processes names, at once, merged.
+func (s *Sampler) sample(ctx context.Context) (Sample, error) {
+	if s.cfg.Processes == nil {
+		one, _, err := s.fetchCounted(ctx, s.url, s.counts)
+		return one, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	allocs, err := s.cfg.Processes(pctx)
+	cancel()
+	if err != nil {
+		return Sample{}, fmt.Errorf("heapdelta: the processes to sample: %w", err)
+	}
+	if len(allocs) == 0 {
+		return Sample{}, errors.New("heapdelta: no process to sample")
+	}
+	parts := make([]Sample, len(allocs))
+	profiles := make([]*profile.Profile, len(allocs))
+	errs := make([]error, len(allocs))
+	var wg sync.WaitGroup
+	for i, a := range allocs {
+		wg.Go(func() {
+			u, err := withSeconds(a, s.cfg.Seconds)
+			if err == nil {
+				parts[i], profiles[i], err = s.fetchCounted(ctx, u, CountsURL(a))
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Sample{}, err
+	}
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	merged, err := profile.Merge(profiles)
+	if err != nil {
+		return Sample{}, fmt.Errorf("heapdelta: merging the processes' deltas: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := merged.Write(&buf); err != nil {
+		return Sample{}, fmt.Errorf("heapdelta: writing the merged delta: %w", err)
+	}
+	out := Sample{Raw: buf.Bytes(), Lengths: &Lengths{}}
+	for _, p := range parts {
+		if p.To.After(out.To) {
+			out.To = p.To
+		}
+		out.Total += p.Total
+		if p.Lengths == nil {
+			out.Lengths = nil
+		} else if out.Lengths != nil {
+			out.Lengths.SumN += p.Lengths.SumN
+			out.Lengths.SumN2 += p.Lengths.SumN2
+		}
+	}
+	out.From = out.To.Add(-s.cfg.window())
+	return out, nil
+}
+
+// fetchCounted fetches one delta from deltaURL, with the counts read from
+// counts ("" for none) around it.
+func (s *Sampler) fetchCounted(ctx context.Context, deltaURL, counts string) (Sample, *profile.Profile, error) {
+	var one Sample
+	var p *profile.Profile
+	lengths, err := s.lengthsAround(ctx, counts, func() (err error) {
+		one, p, err = s.fetch(ctx, deltaURL)
+		return err
+	})
+	one.Lengths = lengths
+	return one, p, err
+}
+
 // fetch reads one delta and checks that it is one: a profile with
 // alloc_space samples and a duration. The cumulative profile Go serves
 // when the seconds query is lost (by a proxy, say) has no duration, and
 // taken for a delta it would show everything ever allocated as a change.
-func (s *Sampler) fetch(ctx context.Context) (Sample, error) {
+func (s *Sampler) fetch(ctx context.Context, deltaURL string) (Sample, *profile.Profile, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, deltaURL, nil)
 	if err != nil {
-		return Sample{}, fmt.Errorf("heapdelta: %w", err)
+		return Sample{}, nil, fmt.Errorf("heapdelta: %w", err)
 	}
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
-		return Sample{}, fmt.Errorf("fetching %s: %w", s.url, err)
+		return Sample{}, nil, fmt.Errorf("fetching %s: %w", deltaURL, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return Sample{}, fmt.Errorf("fetching %s: %s: %s", s.url, resp.Status, bytes.TrimSpace(body))
+		return Sample{}, nil, fmt.Errorf("fetching %s: %s: %s", deltaURL, resp.Status, bytes.TrimSpace(body))
 	}
 	raw, p, err := pproftop.Read(resp.Body, s.cfg.MaxBytes)
 	if err != nil {
-		return Sample{}, fmt.Errorf("reading %s (MaxBytes %d): %w", s.url, s.cfg.MaxBytes, err)
+		return Sample{}, nil, fmt.Errorf("reading %s (MaxBytes %d): %w", deltaURL, s.cfg.MaxBytes, err)
 	}
 	to := s.clock.Now()
 	if p.DurationNanos <= 0 {
-		return Sample{}, fmt.Errorf("reading %s: %w", s.url, errNotDelta)
+		return Sample{}, nil, fmt.Errorf("reading %s: %w", deltaURL, errNotDelta)
 	}
 	_, total, err := pproftop.Top(p, "alloc_space", 0)
 	if err != nil {
-		return Sample{}, fmt.Errorf("reading %s: %w", s.url, err)
+		return Sample{}, nil, fmt.Errorf("reading %s: %w", deltaURL, err)
 	}
-	return Sample{From: to.Add(-s.cfg.window()), To: to, Raw: raw, Total: total}, nil
+	return Sample{From: to.Add(-s.cfg.window()), To: to, Raw: raw, Total: total}, p, nil
 }
 
 // errNotDelta is a profile served without a duration, as Go serves a

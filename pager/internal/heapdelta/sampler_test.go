@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -378,5 +379,64 @@ func TestDeltasCarryWhatTheGatewayForwardedInThem(t *testing.T) {
 	}
 	if err := (Config{URL: "http://g/allocs", CountsURL: "gateway:6060"}).Validate(); err == nil {
 		t.Error("a counts URL with no scheme validates")
+	}
+}
+
+// With Processes, each delta is of every process the rule names, taken at
+// once and merged: the replicas' functions and bytes add up, and so do the
+// streams each forwarded. A delta one replica failed is not kept: merged
+// from fewer processes than the next, it would read as a change.
+func TestDeltasOfSeveralProcessesAreMerged(t *testing.T) {
+	replica := func(fn string, rate, events float64, fail *atomic.Bool) *httptest.Server {
+		var mu sync.Mutex
+		sumN := 0.0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.URL.Path == "/metrics" {
+				fmt.Fprintf(w, "# TYPE %[1]s counter\n%[1]s %[2]g\n# TYPE %[3]s counter\n%[3]s %[4]g\n", EventsCounter, sumN, EventPlaces, sumN*sumN)
+				return
+			}
+			if r.URL.Query().Get("seconds") != "1" || fail.Load() {
+				http.Error(w, "no", http.StatusInternalServerError)
+				return
+			}
+			sumN += events
+			w.Write(deltaProfile(t, 1, map[string]float64{fn: rate}))
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	var ok, failing atomic.Bool
+	a, b := replica(appendFn, 3*MB, 100, &ok), replica(copyFn, 1*MB, 50, &failing)
+	asked := 0
+	s := New(Config{Seconds: 1, Every: 2 * time.Second, Processes: func(context.Context) ([]string, error) {
+		asked++
+		return []string{a.URL + "/debug/pprof/allocs", b.URL + "/debug/pprof/allocs"}, nil
+	}}, prometheus.NewRegistry())
+	if err := s.take(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Samples()
+	if len(got) != 1 || asked != 1 {
+		t.Fatalf("%d deltas, processes asked %d times", len(got), asked)
+	}
+	p, err := profile.ParseData(got[0].Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := map[string]bool{}
+	for _, f := range p.Function {
+		fns[f.Name] = true
+	}
+	if !fns[appendFn] || !fns[copyFn] || got[0].Total != 4*MB {
+		t.Errorf("the merged delta: functions %v, %d bytes; want both replicas', 4 MB", fns, got[0].Total)
+	}
+	if l := got[0].Lengths; l == nil || l.SumN != 150 {
+		t.Errorf("the merged delta's streams: %+v, want Σn 100 + 50", l)
+	}
+	failing.Store(true)
+	if err := s.take(context.Background()); err == nil || len(s.Samples()) != 1 {
+		t.Errorf("a delta one replica failed: %v, %d kept", err, len(s.Samples()))
 	}
 }

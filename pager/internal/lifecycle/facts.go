@@ -37,8 +37,7 @@ type process struct {
 // process finds the process of an alert. Without a config file every
 // alert's process is the one the flags name, as it always was. With one,
 // an alert's rule says: a sampled rule's page is compared on its own
-// sampler's deltas (targets.Rule.OwnSample) or on -profile-url's, and an
-// unsampled rule's page on none.
+// processes' deltas, and an unsampled rule's page on none.
 func (l *Lifecycle) process(labels map[string]string) process {
 	p := process{gcJob: l.cfg.GCJob, deltas: l.cfg.Deltas, noDeltas: "the pager runs without -profile-url: no delta heap profiles to compare"}
 	if l.cfg.Targets == nil {
@@ -49,14 +48,12 @@ func (l *Lifecycle) process(labels map[string]string) process {
 		return process{noDeltas: err.Error()}
 	}
 	p.gcJob = r.GCJob
+	p.deltas = l.cfg.RuleDeltas[r.Name]
 	switch {
 	case !r.Sampled:
 		p.deltas, p.noDeltas = nil, fmt.Sprintf("the delta sampler does not sample the processes of rule %q (no `sampled: true`): no delta heap profiles of theirs to compare", r.Name)
-	case r.OwnSample() != "":
-		p.deltas = l.cfg.RuleDeltas[r.Name]
-		if p.deltas == nil {
-			p.noDeltas = fmt.Sprintf("rule %q is sampled at %s, and no sampler runs there", r.Name, r.OwnSample())
-		}
+	case p.deltas == nil:
+		p.noDeltas = fmt.Sprintf("rule %q is sampled, and no sampler of its processes runs", r.Name)
 	}
 	return p
 }

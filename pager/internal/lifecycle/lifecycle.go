@@ -80,12 +80,10 @@ type Config struct {
 	// reads none from it, and the facts say so.
 	Prometheus *promfacts.Client
 	// Deltas holds the delta heap profiles taken at ProfileURL, which a
-	// new page's facts compare: those of the flags' one rule, or of the
-	// sampled rule without a URL of its own (targets.Config.FlagSampled);
-	// nil compares none.
+	// new page's facts compare, without Targets; nil compares none.
 	Deltas Deltas
 	// RuleDeltas hold, by rule name, the delta heap profiles of each
-	// sampled rule of one static URL (targets.Rule.OwnSample).
+	// sampled rule of Targets (targets.Rule.Sampled).
 	RuleDeltas map[string]Deltas
 	// GCJob (only without Targets) is the Prometheus job of the process
 	// ProfileURL profiles, whose garbage collector's share of CPU a new

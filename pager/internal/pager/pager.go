@@ -87,33 +87,39 @@ func Run(ctx context.Context, cfg Config) error {
 	samplerCtx, stopSampler := context.WithCancel(ctx)
 	var sampling sync.WaitGroup
 	defer func() { stopSampler(); sampling.Wait() }()
-	// One sampler per sampled process, its metrics labelled with its
-	// rule's name (a config's, never a request's): -profile-url's, for
-	// the flags' rule or the one sampled rule without a URL of its own,
-	// and one at each sampled rule's own static URL.
-	sample := func(rule, url string) *heapdelta.Sampler {
-		deltas := cfg.Deltas
-		deltas.URL, deltas.CountsURL, deltas.Log = url, heapdelta.CountsURL(url), log.With().Str("rule", rule).Logger()
+	// One sampler per sampled rule, its metrics labelled with the rule's
+	// name (a config's, never a request's): the flags' one rule samples
+	// -profile-url, and a config's rule its processes, found as a page's
+	// are, every one at each delta.
+	sample := func(rule string, deltas heapdelta.Config) *heapdelta.Sampler {
+		deltas.Log = log.With().Str("rule", rule).Logger()
 		s := heapdelta.New(deltas, prometheus.WrapRegistererWith(prometheus.Labels{"rule": rule}, reg))
 		sampling.Go(func() { s.Run(samplerCtx) })
 		return s
 	}
-	switch {
-	case lc.Targets == nil:
-		if lc.ProfileURL != "" {
-			lc.Deltas = sample(targets.DefaultRule, lc.ProfileURL)
-		}
-	default:
-		if r := lc.Targets.FlagSampled(); r != nil && lc.ProfileURL != "" {
-			lc.Deltas = sample(r.Name, lc.ProfileURL)
-		}
-		for _, r := range lc.Targets.Rules {
-			if r.Sampled && r.OwnSample() != "" {
-				if lc.RuleDeltas == nil {
-					lc.RuleDeltas = map[string]lifecycle.Deltas{}
-				}
-				lc.RuleDeltas[r.Name] = sample(r.Name, r.OwnSample())
+	if lc.Targets == nil && lc.ProfileURL != "" {
+		lc.Deltas = sample(targets.DefaultRule, cfg.Deltas)
+	}
+	if lc.Targets != nil {
+		for i := range lc.Targets.Rules {
+			r := &lc.Targets.Rules[i]
+			if !r.Sampled {
+				continue
 			}
+			deltas := cfg.Deltas
+			deltas.URL, deltas.CountsURL = "", ""
+			deltas.Processes = func(ctx context.Context) ([]string, error) {
+				ts, err := targets.Resolve(ctx, lc.Discovery, r)
+				urls := make([]string, len(ts))
+				for i, t := range ts {
+					urls[i] = t.URL
+				}
+				return urls, err
+			}
+			if lc.RuleDeltas == nil {
+				lc.RuleDeltas = map[string]lifecycle.Deltas{}
+			}
+			lc.RuleDeltas[r.Name] = sample(r.Name, deltas)
 		}
 	}
 	life := lifecycle.New(lc, reg)

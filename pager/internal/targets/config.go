@@ -77,11 +77,10 @@ type Rule struct {
 	// CPUSeconds is how long a cpu profile samples (default
 	// DefaultCPUSeconds): the capture waits that long for it.
 	CPUSeconds int `yaml:"cpu_seconds"`
-	// Sampled says the pager's rolling delta heap sampler samples this
-	// rule's process, so its pages get the heap's change and growth; a
-	// page of any other rule says it has none. A rule of one static URL
-	// is sampled there (OwnSample); any other samples -profile-url, the
-	// one process the flags name, so only one such rule can be sampled.
+	// Sampled says the pager keeps rolling delta heap profiles of this
+	// rule's processes (every one, merged, as a page's profile is), so
+	// its pages get the heap's change and growth; a page of any other rule
+	// says it has none.
 	Sampled bool `yaml:"sampled"`
 
 	line int // where the rule begins in its file
@@ -159,7 +158,6 @@ func Parse(data []byte, file string) (Config, error) {
 		errs = append(errs, fmt.Errorf("%s: no rules: want at least one under `rules:`", file))
 	}
 	names := map[string]int{}
-	sampled := 0
 	for i := range cfg.Rules {
 		r := &cfg.Rules[i]
 		if i < len(lines) {
@@ -173,11 +171,6 @@ func Parse(data []byte, file string) (Config, error) {
 			errs = append(errs, fmt.Errorf("%s: name: the name of rule %d too; want names of their own", at, first))
 		}
 		names[r.Name] = i + 1
-		if r.Sampled && r.OwnSample() == "" {
-			if sampled++; sampled == 2 {
-				errs = append(errs, fmt.Errorf("%s: sampled: a second rule without one static URL of its own says so; such a rule is sampled at -profile-url, one process", at))
-			}
-		}
 		if len(r.Match) == 0 && i < len(cfg.Rules)-1 {
 			errs = append(errs, fmt.Errorf("%s: match: empty, so it takes every alert and the %d rules after it can never match; put it last", at, len(cfg.Rules)-1-i))
 		}
@@ -313,27 +306,6 @@ func (r *Rule) defaults() {
 
 // File is where the config came from.
 func (c Config) File() string { return c.file }
-
-// OwnSample is where the delta sampler samples a sampled rule of one
-// static URL, and "" for any other rule: that one is sampled at
-// -profile-url.
-func (r Rule) OwnSample() string {
-	if len(r.Jobs) == 0 && len(r.Static) == 1 {
-		return r.Static[0]
-	}
-	return ""
-}
-
-// FlagSampled is the sampled rule without a URL of its own, sampled at
-// -profile-url, or nil.
-func (c Config) FlagSampled() *Rule {
-	for i := range c.Rules {
-		if c.Rules[i].Sampled && c.Rules[i].OwnSample() == "" {
-			return &c.Rules[i]
-		}
-	}
-	return nil
-}
 
 // NeedsPrometheus says whether a rule finds its processes through
 // Prometheus.

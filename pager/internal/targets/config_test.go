@@ -39,13 +39,8 @@ func TestAConfigMapsAlertsToRulesInOrder(t *testing.T) {
 		}
 	}
 	g := c.Rules[1]
-	if g.Path != DefaultPath || g.MaxTargets != DefaultMaxTargets || g.GCJob != "gateway" || c.FlagSampled().Name != "gateway" || g.line != 6 {
+	if g.Path != DefaultPath || g.MaxTargets != DefaultMaxTargets || g.GCJob != "gateway" || !g.Sampled || g.line != 6 {
 		t.Errorf("the gateway rule's defaults: %+v", g)
-	}
-	// The gateway's rule finds its processes through Prometheus: sampled at
-	// -profile-url. A rule of one static URL is sampled there.
-	if g.OwnSample() != "" || c.Rules[2].OwnSample() != "http://gateway:6060/debug/pprof/allocs" {
-		t.Errorf("own samples: %q and %q", g.OwnSample(), c.Rules[2].OwnSample())
 	}
 	if !c.NeedsPrometheus() {
 		t.Error("rules with jobs need Prometheus")
@@ -63,8 +58,6 @@ func TestABadConfigSaysWhereAndWhat(t *testing.T) {
 		{"bad URL", "rules:\n  - name: a\n    static: [gateway:6060]\n", `static: "gateway:6060": want an http:// or https:// URL`},
 		{"bad port", "rules:\n  - name: a\n    jobs: [x]\n    port: 70000\n", "port: 70000 is no TCP port"},
 		{"bad label", "rules:\n  - name: a\n    match: {a-b: c}\n    jobs: [x]\n", `match: "a-b" is not a label name`},
-		{"two sampled", "rules:\n  - {name: a, match: {a: b}, jobs: [x], sampled: true}\n  - {name: b, jobs: [y], sampled: true}\n", "pager.yml:3: rule 2 (\"b\"): sampled: a second rule"},
-		{"two sampled at the flag's URL", "rules:\n  - {name: a, match: {a: b}, static: [http://a/1, http://a/2], sampled: true}\n  - {name: b, jobs: [y], sampled: true}\n", "pager.yml:3: rule 2 (\"b\"): sampled: a second rule"},
 		{"same name", "rules:\n  - {name: a, match: {a: b}, jobs: [x]}\n  - {name: a, jobs: [y]}\n", "name: the name of rule 1 too"},
 		{"no rules", "rules: []\n", "no rules"},
 		{"empty", "", "empty: want a `rules:` list"},
@@ -136,17 +129,5 @@ func TestAPortLabelIsANumber(t *testing.T) {
 	}
 	if _, err := r.target(v1.ActiveTarget{ScrapeURL: "http://10.0.0.1:9100/metrics", Labels: model.LabelSet{"p": "http"}}); err == nil || !strings.Contains(err.Error(), "no TCP port") {
 		t.Errorf("a port label of a name: %v", err)
-	}
-}
-
-// Each rule of one static URL is sampled at it, so several may be.
-func TestRulesOfTheirOwnURLAreEachSampled(t *testing.T) {
-	c, err := Parse([]byte("rules:\n  - {name: provider, match: {a: b}, static: [http://upstream:6062/debug/pprof/allocs], sampled: true}\n"+
-		"  - {name: gateway, static: [http://gateway:6060/debug/pprof/allocs], sampled: true}\n"), "pager.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.FlagSampled() != nil || c.Rules[0].OwnSample() != "http://upstream:6062/debug/pprof/allocs" {
-		t.Errorf("flag-sampled %v, provider's own %q", c.FlagSampled(), c.Rules[0].OwnSample())
 	}
 }

@@ -115,6 +115,16 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Fatalf("up: %v\n%s", err, tail(out, 40))
 	}
 	tl.mark("every service healthy (docker compose up --detach --wait)")
+	// The provider's own regression, set now through make scenario's
+	// control (the gateway keeps its build: its page is the baseline's),
+	// pages the provider's SLO beside the gateway's, once the load and its
+	// direct clients begin; step 3b reads that page. Set this early, it
+	// burns while the baseline pages and resolves, not after.
+	providerAt := time.Now()
+	if err := scenario.Set(ctx, "http://"+lab.DefaultAddrs().Upstream, "provider-regression"); err != nil {
+		t.Fatal(err)
+	}
+	tl.mark("make scenario S=provider-regression: the provider's own code regresses (its SLO only)")
 	if err := ev.inDependencyOrder(p); err != nil {
 		t.Error(err)
 	} else {
@@ -151,15 +161,6 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Fatalf("the page-time profile names %s, want %s", top.Function, guilty)
 	}
 	tl.mark(fmt.Sprintf("PROFILE from http://gateway:6060: top alloc_space %s (%.1f%%)", inc.Profile.Top[0].Function, inc.Profile.Top[0].FlatPct))
-	// The provider's own regression, set now through make scenario's
-	// control (the gateway keeps its build: its page is the baseline's),
-	// pages the provider's SLO while the gateway's page resolves; step 3b
-	// reads that page.
-	providerAt := time.Now()
-	if err := scenario.Set(ctx, "http://"+probe.Addrs.Upstream, "provider-regression"); err != nil {
-		t.Fatal(err)
-	}
-	tl.mark("make scenario S=provider-regression: the provider's own code regresses (its SLO only)")
 	words, err := probe.CheckTrace(inc)
 	if err != nil {
 		t.Fatalf("the page's flight-recorder snapshot: %v", err)

@@ -30,6 +30,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -110,6 +111,8 @@ type Config struct {
 	// A delta some process failed is no delta: merged from fewer
 	// processes than the next, it would read as a change.
 	Processes func(ctx context.Context) ([]string, error)
+	// Concurrency bounds the processes fetched at once (default 4).
+	Concurrency int
 }
 
 // withDefaults fills the zero fields of c.
@@ -124,7 +127,13 @@ func (c Config) withDefaults() Config {
 		c.Keep = DefaultKeep
 	}
 	if c.Client == nil {
-		c.Client = &http.Client{}
+		// A redirect is an answer, never followed: a discovered process
+		// (Processes) could otherwise point the pager anywhere its network
+		// reaches, as targets.Fetch refuses too.
+		c.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 4
 	}
 	if c.Timeout == 0 {
 		c.Timeout = c.window() + 15*time.Second
@@ -154,6 +163,8 @@ func (c Config) deltaURL() (string, error) {
 		return "", fmt.Errorf("heapdelta: seconds %d: want 1 to %d, well under the gateway's 2-minute write timeout", c.Seconds, MaxSeconds)
 	case c.Every <= c.window():
 		return "", fmt.Errorf("heapdelta: every %s: want longer than the delta's %d s, so deltas never overlap", c.Every, c.Seconds)
+	case c.Concurrency < 1:
+		return "", fmt.Errorf("heapdelta: concurrency %d: want at least 1 fetch at once", c.Concurrency)
 	case c.Keep < 1:
 		return "", fmt.Errorf("heapdelta: keep %d: want at least 1 delta", c.Keep)
 	case c.Timeout <= c.window():
@@ -200,6 +211,9 @@ type Sample struct {
 	// Lengths are what the gateway forwarded in the window, from its own
 	// counters; nil when they could not be read.
 	Lengths *Lengths
+	// Processes are the allocs URLs the delta is of, sorted, when
+	// Config.Processes named them.
+	Processes []string
 }
 
 // Sampler takes a delta every Config.Every and keeps the newest
@@ -231,7 +245,7 @@ func New(cfg Config, reg prometheus.Registerer) *Sampler {
 		counts: cfg.CountsURL,
 		clock:  RealClock{},
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pager_delta_profiles_total", Help: "Delta heap profiles fetched from the gateway, by result; failed ones are not kept.",
+			Name: "pager_delta_profiles_total", Help: "Delta heap profiles fetched of the sampled processes, by result; failed ones are not kept.",
 		}, []string{"result"}),
 		// A delta takes its Seconds by design; the buckets past that show
 		// how long the gateway took to build and send it.
@@ -291,6 +305,12 @@ func (s *Sampler) take(ctx context.Context) error {
 	s.seconds.Observe(sample.To.Sub(began).Seconds())
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A delta of other processes than the last (a replica added, gone or
+	// replaced) starts the history again: the sum of three replicas'
+	// allocation against two's would read as a 50 % growth.
+	if n := len(s.samples); n > 0 && !slices.Equal(s.samples[n-1].Processes, sample.Processes) {
+		s.samples = s.samples[:0]
+	}
 	if len(s.samples) == s.cfg.Keep {
 		copy(s.samples, s.samples[1:])
 		s.samples = s.samples[:len(s.samples)-1]
@@ -315,12 +335,16 @@ func (s *Sampler) sample(ctx context.Context) (Sample, error) {
 	if len(allocs) == 0 {
 		return Sample{}, errors.New("heapdelta: no process to sample")
 	}
+	allocs = slices.Sorted(slices.Values(allocs))
 	parts := make([]Sample, len(allocs))
 	profiles := make([]*profile.Profile, len(allocs))
 	errs := make([]error, len(allocs))
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.cfg.Concurrency)
 	for i, a := range allocs {
 		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			u, err := withSeconds(a, s.cfg.Seconds)
 			if err == nil {
 				parts[i], profiles[i], err = s.fetchCounted(ctx, u, CountsURL(a))
@@ -333,6 +357,7 @@ func (s *Sampler) sample(ctx context.Context) (Sample, error) {
 		return Sample{}, err
 	}
 	if len(parts) == 1 {
+		parts[0].Processes = allocs
 		return parts[0], nil
 	}
 	merged, err := profile.Merge(profiles)
@@ -343,7 +368,12 @@ func (s *Sampler) sample(ctx context.Context) (Sample, error) {
 	if err := merged.Write(&buf); err != nil {
 		return Sample{}, fmt.Errorf("heapdelta: writing the merged delta: %w", err)
 	}
-	out := Sample{Raw: buf.Bytes(), Lengths: &Lengths{}}
+	// The verdict reads a delta within MaxBytes: a merge past it would be
+	// kept, counted ok, and refused at page time.
+	if int64(buf.Len()) > s.cfg.MaxBytes {
+		return Sample{}, fmt.Errorf("heapdelta: the %d processes' merged delta is %d bytes, over %d", len(allocs), buf.Len(), s.cfg.MaxBytes)
+	}
+	out := Sample{Raw: buf.Bytes(), Lengths: &Lengths{}, Processes: allocs}
 	for _, p := range parts {
 		if p.To.After(out.To) {
 			out.To = p.To

@@ -439,4 +439,37 @@ func TestDeltasOfSeveralProcessesAreMerged(t *testing.T) {
 	if err := s.take(context.Background()); err == nil || len(s.Samples()) != 1 {
 		t.Errorf("a delta one replica failed: %v, %d kept", err, len(s.Samples()))
 	}
+	// One replica gone: the history starts again, or the next verdict
+	// would compare one replica's allocation with two's.
+	takes := 0
+	one := New(Config{Seconds: 1, Every: 2 * time.Second, Processes: func(context.Context) ([]string, error) {
+		if takes++; takes == 3 {
+			return []string{a.URL + "/debug/pprof/allocs"}, nil
+		}
+		return []string{a.URL + "/debug/pprof/allocs", a.URL + "/debug/pprof/allocs?again"}, nil
+	}}, prometheus.NewRegistry())
+	for range 3 {
+		if err := one.take(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := one.Samples(); len(got) != 1 || len(got[0].Processes) != 1 {
+		t.Errorf("after a replica went: %d deltas kept, the newest of %v; want only the one after", len(got), got[len(got)-1].Processes)
+	}
+}
+
+// A process that redirects the sampler is refused, not followed: with
+// Processes, any scraped target could otherwise point it anywhere.
+func TestARedirectingProcessIsRefused(t *testing.T) {
+	var followed atomic.Bool
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { followed.Store(true) }))
+	defer elsewhere.Close()
+	srv := httptest.NewServer(http.RedirectHandler(elsewhere.URL+"/latest/meta-data", http.StatusFound))
+	defer srv.Close()
+	s := New(Config{Seconds: 1, Every: 2 * time.Second, Processes: func(context.Context) ([]string, error) {
+		return []string{srv.URL + "/debug/pprof/allocs"}, nil
+	}}, prometheus.NewRegistry())
+	if err := s.take(context.Background()); err == nil || !strings.Contains(err.Error(), "302") || followed.Load() {
+		t.Errorf("a redirect: %v, followed %v", err, followed.Load())
+	}
 }

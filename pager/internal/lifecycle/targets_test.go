@@ -230,7 +230,9 @@ func TestASampledRulesPageReadsItsOwnSampler(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPagerIn(t, t.TempDir(), "", func(c *lifecycle.Config) {
-		c.Targets, c.Deltas, c.RuleDeltas = &cfg, deltas{}, map[string]lifecycle.Deltas{"provider": deltas{}}
+		// No -profile-url sampler: a page that read it would say it has
+		// none, not get as far as its burn window.
+		c.Targets, c.RuleDeltas = &cfg, map[string]lifecycle.Deltas{"provider": deltas{}}
 	})
 	start := time.Now().UTC().Truncate(time.Second)
 	provider := with(alert("firing", "page", start), "labels", map[string]string{"alertname": "ProviderLatency", "severity": "page", "sloth_service": "llm-provider"})

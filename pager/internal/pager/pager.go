@@ -107,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 				continue
 			}
 			deltas := cfg.Deltas
-			deltas.URL, deltas.CountsURL = "", ""
+			deltas.URL, deltas.CountsURL, deltas.Concurrency = "", "", r.Concurrency
 			deltas.Processes = func(ctx context.Context) ([]string, error) {
 				ts, err := targets.Resolve(ctx, lc.Discovery, r)
 				urls := make([]string, len(ts))

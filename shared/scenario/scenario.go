@@ -49,10 +49,18 @@ var SLOs = append(slices.Clip(GatewaySLOs), CompletionLatency)
 // a second, every DirectLongEvery-th asking DirectLongTokens words and the
 // rest DirectTokens. They are the provider's SLI's traffic in every
 // scenario; only provider-regression makes the long ones slow.
+//
+// 25 a second puts a long answer in every 4 s, so each of the pager's 10 s
+// delta heap profiles holds two or three (at 5 a second, every other delta
+// held none, and the verdict read "no change" half the time), and one
+// answer slowed by a busy machine is 0.3x over 2 minutes, not a burn. A
+// long answer is 24,000 words: built with += that copies some 1.3 GB,
+// 300 ms and more here, so it stays over 100 ms on a machine three times
+// as fast; built right, it takes a few milliseconds.
 const (
-	DirectRate       = 5
+	DirectRate       = 25
 	DirectLongEvery  = 100
-	DirectLongTokens = 16000
+	DirectLongTokens = 24000
 	DirectTokens     = 300
 )
 
@@ -246,7 +254,7 @@ func All() []Scenario {
 				DirectLongEvery, Budgets[CompletionLatency], burn(1.0/DirectLongEvery, CompletionLatency), DirectTokens),
 			Fires:   []Alert{{CompletionLatency, Page}},
 			Observe: observe,
-			Profile: "provider.concatText tops the provider's alloc_space: the provider is the culprit, and the gateway's profile is clean",
+			Profile: "provider.concatText tops the provider's alloc_space (make profile GATEWAY_ADMIN_URL=http://127.0.0.1:6062): the provider is the culprit, and the gateway's profile is clean",
 		},
 	}
 }

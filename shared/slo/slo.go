@@ -35,8 +35,8 @@ const (
 const (
 	// CompletionThreshold is the latency objective of one non-streaming
 	// completion. The provider does no inference: an ordinary answer takes
-	// well under a millisecond and the longest the lab asks for about two,
-	// so 100 ms is a regression, not noise on a busy machine.
+	// well under a millisecond and the longest the lab asks for a few, so
+	// 100 ms is a regression, not noise on a busy machine.
 	CompletionThreshold = 100 * time.Millisecond
 	// CompletionObjective is the share of completions that must be answered
 	// within CompletionThreshold.

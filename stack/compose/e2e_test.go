@@ -153,8 +153,8 @@ func TestComposeEndToEnd(t *testing.T) {
 	if held, err := probe.AMAlerts(); err != nil || !amHolds(held, "stream-latency", "page") {
 		t.Errorf("Alertmanager does not hold the page: %v %+v", err, held)
 	}
-	if env := s.inspect(ctx, lab.Pager).Config.Env; !slices.Contains(env, "PAGER_PROFILE_URL=http://gateway:6060/debug/pprof/allocs") {
-		t.Errorf("the pager does not profile the gateway by its service name: %q", env)
+	if env := s.inspect(ctx, lab.Pager).Config.Env; !slices.Contains(env, "PAGER_TARGETS=/etc/burnlab/pager.yml") {
+		t.Errorf("the pager does not read pager/pager.yml, which profiles the gateway by its service name: %q", env)
 	}
 	inc := waitProfile(t, s, probe, page.ID, func(i incident.Incident) *incident.Profile { return i.Profile })
 	if top := inc.Profile.Top[0]; !strings.HasSuffix(top.Function, guilty) {
@@ -183,7 +183,7 @@ func TestComposeEndToEnd(t *testing.T) {
 			t.Errorf("the baseline's run raised %s %s (%s): only stream-latency may fire, beside the provider's own", inc.SLO, inc.Severity, inc.AlertName)
 		}
 	}
-	tl.note(fmt.Sprintf("the first page burns within %dx–%dx (the steady traffic's, not the calibration's); the pager holds %d incidents, all stream-latency's",
+	tl.note(fmt.Sprintf("the first page burns within %dx–%dx (the steady traffic's, not the calibration's); the pager holds %d incidents, all stream-latency's or the provider's",
 		lab.StoryBurnMin, lab.StoryBurnMax, len(incs)))
 
 	// 3. make fixed: only the gateway is recreated, and the page resolves.

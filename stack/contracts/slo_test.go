@@ -31,22 +31,37 @@ type spec struct {
 // must agree, or the page would fire on a threshold the gateway's histogram,
 // the calibration and the dashboard do not know.
 func TestTheSlothSpecStatesSharedSLONumbers(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "prometheus", "slo", "llm-gateway.yml"))
+	le := func(seconds float64) string { return `le="` + strconv.FormatFloat(seconds, 'g', -1, 64) + `"` }
+	for file, want := range map[string]map[string]number{
+		"llm-gateway.yml": {
+			"stream-latency": {slo.Objective, le(slo.Threshold.Seconds())},
+			"availability":   {slo.Objective, ""},
+			"ttft":           {slo.TTFTObjective, le(slo.TTFTThreshold.Seconds())},
+		},
+		"llm-provider.yml": {
+			"completion-latency": {slo.CompletionObjective, le(slo.CompletionThreshold.Seconds())},
+		},
+	} {
+		t.Run(file, func(t *testing.T) { specStates(t, file, want) })
+	}
+}
+
+// number is an SLO's objective and the bucket bound its error query
+// counts against ("" for none).
+type number struct {
+	objective float64
+	le        string
+}
+
+// specStates holds one spec file to the numbers of shared/slo.
+func specStates(t *testing.T, file string, want map[string]number) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "prometheus", "slo", file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var s spec
 	if err := yaml.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
-	}
-	le := func(seconds float64) string { return `le="` + strconv.FormatFloat(seconds, 'g', -1, 64) + `"` }
-	want := map[string]struct {
-		objective float64
-		le        string
-	}{
-		"stream-latency": {slo.Objective, le(slo.Threshold.Seconds())},
-		"availability":   {slo.Objective, ""},
-		"ttft":           {slo.TTFTObjective, le(slo.TTFTThreshold.Seconds())},
 	}
 	seen := map[string]bool{}
 	for _, got := range s.SLOs {

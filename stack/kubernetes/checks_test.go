@@ -356,7 +356,6 @@ func checkEnv(inv *inventory, r *repo, _ Overlay) []string {
 	}
 	onlyK8s := map[string]string{
 		"LOADGEN_SHARD":        "the Indexed Job's pods each send one shard",
-		"PAGER_TARGETS":        "the gateway runs two replicas, each profiled (check pager-targets), where compose runs the one -profile-url names",
 		"PAGER_PROMETHEUS_URL": "the operator's Prometheus, not compose's prometheus:9090",
 	}
 	// installers are URLs of the operator's own Services, which no overlay

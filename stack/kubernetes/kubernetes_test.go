@@ -162,7 +162,7 @@ func TestChecksFailOnHandMadeFaults(t *testing.T) {
 			"rules", "promtool check rules"},
 		{"env the binary does not read", "base/gateway.yaml", "name: UPSTREAM_URL", "name: GATEWAY_UPSTREAM", "fixed",
 			"env", "env GATEWAY_UPSTREAM is read by no flag of gateway"},
-		{"URL to no Service", "base/pager.yaml", "http://gateway:6060/", "http://gateway-admin:6060/", "fixed",
+		{"URL to no Service", "base/gateway.yaml", "http://upstream:8081", "http://upstream-api:8081", "fixed",
 			"env", "names no Service"},
 		{"scrape job renamed", "base/monitoring.yaml", "replacement: alertmanager", "replacement: am", "fixed",
 			"scrape-jobs", `job "am" is no job of prometheus.yml`},

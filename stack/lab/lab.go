@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"burnlab/shared/proc"
-	"burnlab/shared/service"
 	"burnlab/shared/variant"
 )
 
@@ -182,8 +181,7 @@ func Start(ctx context.Context, cfg Config) (_ *Lab, err error) {
 		ready string
 	}{
 		{Upstream, []string{l.bin("upstream"), "-listen", a.Upstream, "-admin", a.UpstreamAdmin}, "http://" + a.UpstreamAdmin + "/readyz"},
-		{Pager, []string{l.bin("pager"), "-listen", a.Pager, "-data", l.path("data/pager"), "-targets", l.path("etc/pager.yml"),
-			"-profile-url", "http://" + a.GatewayAdmin + "/debug/pprof/allocs", "-trace-url", "http://" + a.GatewayAdmin + service.FlightRecorderPath, "-external-url", "http://" + a.Pager,
+		{Pager, []string{l.bin("pager"), "-listen", a.Pager, "-data", l.path("data/pager"), "-targets", l.path("etc/pager.yml"), "-external-url", "http://" + a.Pager,
 			"-prometheus-url", "http://" + a.Prometheus, "-alertmanager-urls", "http://" + a.Alertmanager}, "http://" + a.Pager + "/readyz"},
 		{Alertmanager, []string{amBin, "--config.file=" + l.path("etc/alertmanager.yml"), "--storage.path=" + l.path("data/alertmanager"),
 			"--web.listen-address=" + a.Alertmanager, "--cluster.listen-address="}, "http://" + a.Alertmanager + "/-/ready"},

@@ -198,7 +198,8 @@ func (l Probe) PagerShows(path string, want ...string) error {
 
 // pagerPage is a page of the pager's web UI, as HTML.
 func (l Probe) pagerPage(path string) (string, error) {
-	resp, err := http.Get("http://" + l.Addrs.Pager + path)
+	// A hung pager is an error within a poll, not a hang of the caller.
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + l.Addrs.Pager + path)
 	if err != nil {
 		return "", fmt.Errorf("pager web UI: %w", err)
 	}

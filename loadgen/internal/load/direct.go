@@ -33,9 +33,9 @@ type Direct struct {
 	Shard   Shard
 }
 
-// directInFlight bounds the answers awaited at once: at 5 a second, 16
-// is three seconds of a provider that stopped answering.
-const directInFlight = 16
+// directInFlight bounds the answers awaited at once: at 25 a second, 64
+// is over two seconds of a provider that stopped answering.
+const directInFlight = 64
 
 // Validate rejects a URL that cannot be posted to.
 func (d Direct) Validate() error {

@@ -6,6 +6,7 @@ package provider
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,7 +173,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The lab's faults are the gateway's streams' (each scenario's
 		// share counts streams), so a direct client's answer meets only the
 		// provider's own code: the provider-regression scenario's.
-		p.complete(w, rng, id, length)
+		p.complete(r.Context(), w, rng, id, length)
 		p.completions.Observe(time.Since(arrived).Seconds())
 		return
 	}
@@ -316,12 +317,12 @@ func (p *Provider) stream(w http.ResponseWriter, r *http.Request, rng *rand.Rand
 // complete answers a non-streaming request with the whole text at once.
 // While the provider-regression scenario runs, the text is built by
 // concatText instead of appendText: the same words, in quadratic time.
-func (p *Provider) complete(w http.ResponseWriter, rng *rand.Rand, id string, length int) {
+func (p *Provider) complete(ctx context.Context, w http.ResponseWriter, rng *rand.Rand, id string, length int) {
 	render := appendText
 	if p.Scenarios.regressed() {
 		render = concatText
 	}
-	text := render(rng, length)
+	text := render(ctx, rng, length)
 	w.Header().Set("Content-Type", "application/json")
 	p.requestsTotal.WithLabelValues("200").Inc()
 	// An error here is a client gone before its answer: nothing to do.
@@ -335,7 +336,7 @@ func (p *Provider) complete(w http.ResponseWriter, rng *rand.Rand, id string, le
 
 // appendText draws length words into one growing buffer: amortised
 // linear time.
-func appendText(rng *rand.Rand, length int) string {
+func appendText(_ context.Context, rng *rand.Rand, length int) string {
 	var text []byte
 	for range length {
 		text = append(text, tokens.Word(rng)...)
@@ -346,11 +347,15 @@ func appendText(rng *rand.Rand, length int) string {
 // concatText is the provider's own regression, the write-up's mistake made
 // again in another service: each word is added with +=, which copies the
 // whole text so far into a new string. A 300-word answer hardly notices;
-// a 16,000-word one copies about a gigabyte, and its garbage makes
-// concatText the top of the provider's alloc_space.
-func concatText(rng *rand.Rand, length int) string {
+// a 24,000-word one copies over a gigabyte, and its garbage makes
+// concatText the top of the provider's alloc_space. A client that leaves
+// stops it: a hostile max_tokens costs what it waited for, no more.
+func concatText(ctx context.Context, rng *rand.Rand, length int) string {
 	var text string
-	for range length {
+	for i := range length {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return text
+		}
 		text += tokens.Word(rng)
 	}
 	return text

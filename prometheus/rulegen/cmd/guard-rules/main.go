@@ -4,7 +4,9 @@
 // burnfacts-rules, and `make check-rules` runs every step again to
 // compare.
 //
-//	guard-rules -in rules/slo-lab.yml -spec slo/llm-gateway.yml [-out rules/slo-lab.yml]
+//	guard-rules -in rules/slo-lab.yml -spec bin/slo-specs.yml [-out rules/slo-lab.yml]
+//
+// The spec may hold several services' documents: make rules joins them.
 package main
 
 import (

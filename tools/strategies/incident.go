@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -59,6 +60,9 @@ func Incidents(w Windows, budgets map[string]float64) ([]Incident, error) {
 		var burn float64
 		for k, v := range s.Burn {
 			slo, burn = k, v
+		}
+		if !slices.Contains(scenario.GatewaySLOs, slo) {
+			continue // another service's SLO (the provider's): not the gateway spec's incident
 		}
 		b, ok := budgets[slo]
 		if !ok {

@@ -104,7 +104,7 @@ func testRegression(t *testing.T, ctx context.Context, root, bin, replay string,
 	// The incident starts with the load; the pager's first delta heap
 	// profile, of the idle gateway, is the "before" its heap verdict
 	// compares the burn with.
-	if err := l.WaitHeapBaseline(ctx, 90*time.Second); err != nil {
+	if err := l.WaitHeapBaseline(ctx, GatewayRule, 90*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	// Clear of the burn's first seconds, which Prometheus sees a scrape

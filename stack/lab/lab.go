@@ -438,8 +438,8 @@ func (l *Lab) calibrate(ctx context.Context) error {
 }
 
 // StartLoad starts the load generator, until stopped, once the pager
-// holds a delta heap profile of the gateway before any load: the "before"
-// a page's heap verdict compares the burn with.
+// holds a delta heap profile of the gateway and of the provider before any
+// load: the "before" a page's heap verdict compares the burn with.
 func (l *Lab) StartLoad(ctx context.Context) error {
 	if err := l.waitIdleDelta(ctx); err != nil {
 		return err
@@ -451,32 +451,22 @@ func (l *Lab) StartLoad(ctx context.Context) error {
 	return l.start(ctx, Loadgen, append(args, l.cfg.LoadArgs...), "http://"+a.LoadgenAdmin+"/readyz")
 }
 
-// idleDeltaWithin bounds the wait for the pager's first delta profile: it
-// takes one at its start and retries a refused fetch every 5 s
-// (heapdelta.RetryAfter), and a delta lasts 10 s, so the first one ends
-// at most ~15 s after the gateway is up; the rest is margin for a busy
-// machine.
+// idleDeltaWithin bounds the wait for the pager's first delta profile of
+// each rule: it takes one at its start and retries a refused fetch every
+// 5 s (heapdelta.RetryAfter), and a delta lasts 10 s, so the first one
+// ends at most ~15 s after the process is up; the rest is margin for a
+// busy machine.
 const idleDeltaWithin = time.Minute
 
-// waitIdleDelta waits until the pager has taken a delta heap profile of
-// the gateway (pager_delta_profiles_total{result="ok",rule="gateway"}
-// above 0).
+// waitIdleDelta waits until the pager has taken a delta heap profile for
+// each rule it samples (pager/pager.yml): the gateway's and the provider's.
 func (l *Lab) waitIdleDelta(ctx context.Context) error {
-	deadline := time.Now().Add(idleDeltaWithin)
-	for {
-		n, err := l.pagerDeltas()
-		if err == nil && n > 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("lab: the pager took no delta heap profile of the gateway within %s (%v):\n%s", idleDeltaWithin, err, l.Tail(Pager, 20))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+	for _, rule := range []string{GatewayRule, ProviderRule} {
+		if err := l.WaitHeapBaseline(ctx, rule, idleDeltaWithin); err != nil {
+			return fmt.Errorf("lab: %w:\n%s", err, l.Tail(Pager, 20))
 		}
 	}
+	return nil
 }
 
 // StopLoad stops the load generator.

@@ -239,20 +239,23 @@ func TestPagerDeltasReadsTheGatewaysCounter(t *testing.T) {
 	reg.MustRegister(c)
 	c.WithLabelValues("ok", GatewayRule)
 	c.WithLabelValues("error", GatewayRule).Add(3)
-	c.WithLabelValues("ok", "provider").Add(7)
+	c.WithLabelValues("ok", ProviderRule).Add(7)
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()
 	p := Probe{Addrs{Pager: strings.TrimPrefix(srv.URL, "http://")}}
-	if n, err := p.pagerDeltas(); err != nil || n != 0 {
+	if n, err := p.pagerDeltas(GatewayRule); err != nil || n != 0 {
 		t.Fatalf("before any delta of the gateway: %v, %v; want 0, nil", n, err)
 	}
 	c.WithLabelValues("ok", GatewayRule).Add(2)
-	if n, err := p.pagerDeltas(); err != nil || n != 2 {
+	if n, err := p.pagerDeltas(GatewayRule); err != nil || n != 2 {
 		t.Fatalf("after two deltas: %v, %v; want 2, nil", n, err)
+	}
+	if n, err := p.pagerDeltas(ProviderRule); err != nil || n != 7 {
+		t.Fatalf("the provider's deltas: %v, %v; want 7, nil", n, err)
 	}
 	other := httptest.NewServer(promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{}))
 	defer other.Close()
-	if _, err := (Probe{Addrs{Pager: strings.TrimPrefix(other.URL, "http://")}}).pagerDeltas(); err == nil {
+	if _, err := (Probe{Addrs{Pager: strings.TrimPrefix(other.URL, "http://")}}).pagerDeltas(GatewayRule); err == nil {
 		t.Fatal("a /metrics without the series read as no error")
 	}
 }

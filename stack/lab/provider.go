@@ -14,20 +14,24 @@ import (
 const ProviderCulprit = "provider.concatText"
 
 // CheckProviderPage waits, up to within, for the provider's own page
-// (completion-latency) to be profiled and its facts read, and holds it to
+// (completion-latency) that began at or after since to be profiled and its
+// facts read, and holds it to
 // the pager's config (pager/pager.yml): its rule is the provider's, the top
 // of its alloc_space is the provider's regressed function, not the
 // gateway's (only the provider's binary has it), and its heap verdict,
 // from the provider's own delta sampler, names that function as the one
-// that changed. It returns what it found, in words.
-func (l Probe) CheckProviderPage(ctx context.Context, within time.Duration) ([]string, error) {
+// that changed. It returns what it found, in words. A page that began
+// before since (the regression's injection) is another burn's, whose
+// facts were read before the regressed code ran.
+func (l Probe) CheckProviderPage(ctx context.Context, since time.Time, within time.Duration) ([]string, error) {
 	for deadline := time.Now().Add(within); ; {
 		incs, err := l.Incidents()
 		if err != nil {
 			return nil, err
 		}
 		for _, listed := range incs {
-			if listed.SLO != scenario.CompletionLatency || listed.Severity != scenario.Page || listed.Status != "firing" {
+			if listed.SLO != scenario.CompletionLatency || listed.Severity != scenario.Page || listed.Status != "firing" ||
+				listed.StartsAt.Before(since) {
 				continue
 			}
 			inc, err := l.Incident(listed.ID)
@@ -41,8 +45,8 @@ func (l Probe) CheckProviderPage(ctx context.Context, within time.Duration) ([]s
 			switch {
 			case p.Error != "":
 				return nil, fmt.Errorf("the provider's page has no profile: %s", p.Error)
-			case p.Rule != "provider":
-				return nil, fmt.Errorf("the provider's page was profiled by rule %q, want provider", p.Rule)
+			case p.Rule != ProviderRule:
+				return nil, fmt.Errorf("the provider's page was profiled by rule %q, want %s", p.Rule, ProviderRule)
 			case len(p.Top) == 0 || !strings.HasSuffix(p.Top[0].Function, ProviderCulprit):
 				return nil, fmt.Errorf("the provider's page's alloc_space top is %+v, want %s first", p.Top, ProviderCulprit)
 			case h == nil || !h.Changed || !strings.HasSuffix(h.Function, ProviderCulprit):

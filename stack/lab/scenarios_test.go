@@ -292,7 +292,7 @@ func runScenario(ctx context.Context, l *Lab, sc scenario.Scenario, r *result, c
 	}
 	for _, a := range sc.Fires {
 		if a.SLO == scenario.CompletionLatency && a.Severity == scenario.Page {
-			told, err := l.CheckProviderPage(ctx, 90*time.Second)
+			told, err := l.CheckProviderPage(ctx, injected, 90*time.Second)
 			if err != nil {
 				return err
 			}

@@ -419,28 +419,32 @@ func render(ctx context.Context, root string, a amwebhook.Alert) (string, error)
 	return string(out), nil
 }
 
-// WaitHeapBaseline waits until the pager holds a delta heap profile of the
-// gateway (its own pager_delta_profiles_total, read from it, not through
-// Prometheus, whose last scrape may be of a pager since restarted). Taken
-// before the load, or before a fault, it is the "before" the page's heap
-// verdict compares the burn with, as a service that has run a while
-// always has.
-func (l Probe) WaitHeapBaseline(ctx context.Context, within time.Duration) error {
-	return waitFor(ctx, within, "the pager took no delta heap profile of the gateway", func() (bool, error) {
-		n, err := l.pagerDeltas()
+// WaitHeapBaseline waits until the pager holds a delta heap profile taken
+// by the sampler of the rule (its own pager_delta_profiles_total, read from
+// it, not through Prometheus, whose last scrape may be of a pager since
+// restarted). Taken before the load, or before a fault, it is the "before"
+// the page's heap verdict compares the burn with, as a service that has
+// run a while always has.
+func (l Probe) WaitHeapBaseline(ctx context.Context, rule string, within time.Duration) error {
+	return waitFor(ctx, within, "the pager took no delta heap profile for rule "+rule, func() (bool, error) {
+		n, err := l.pagerDeltas(rule)
 		return n >= 1, err
 	})
 }
 
-// GatewayRule is the gateway's rule in pager/pager.yml: the pager's
-// delta sampler of the gateway labels its metrics with it.
-const GatewayRule = "gateway"
+// The rules of pager/pager.yml: the pager's delta sampler of each labels
+// its metrics with the rule's name. GatewayRule profiles the gateway for
+// every alert but the provider's, ProviderRule the provider for its own.
+const (
+	GatewayRule  = "gateway"
+	ProviderRule = "provider"
+)
 
-// pagerDeltas is pager_delta_profiles_total{result="ok",rule="gateway"},
-// from the pager: the gateway's deltas, not another sampled process's.
-// A pager without the series is an error, never a zero to wait on
-// forever.
-func (l Probe) pagerDeltas() (float64, error) {
+// pagerDeltas is pager_delta_profiles_total{result="ok",rule=rule}, from
+// the pager: the deltas of the rule's processes, not another sampled
+// process's. A pager without the series is an error, never a zero to wait
+// on forever.
+func (l Probe) pagerDeltas(rule string) (float64, error) {
 	text, err := l.pagerPage("/metrics")
 	if err != nil {
 		return 0, err
@@ -459,11 +463,11 @@ func (l Probe) pagerDeltas() (float64, error) {
 		for _, lp := range m.GetLabel() {
 			labels[lp.GetName()] = lp.GetValue()
 		}
-		if labels["result"] == "ok" && labels["rule"] == GatewayRule {
+		if labels["result"] == "ok" && labels["rule"] == rule {
 			return m.GetCounter().GetValue(), nil
 		}
 	}
-	return 0, fmt.Errorf(`the pager has no pager_delta_profiles_total{result="ok",rule=%q}: its config samples no rule of that name`, GatewayRule)
+	return 0, fmt.Errorf(`the pager has no pager_delta_profiles_total{result="ok",rule=%q}: its config samples no rule of that name`, rule)
 }
 
 // CheckPage reads the incident's web page and says what of its story it

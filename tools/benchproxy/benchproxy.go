@@ -30,7 +30,10 @@ const (
 	Direct       = "direct"
 	ReverseProxy = "reverseproxy"
 	Nginx        = "nginx"
-	Fixed        = "gateway-fixed"
+	// Scanner reads each event and does nothing else (NewScanner): the
+	// least a proxy that redacts per event could cost.
+	Scanner = "scanner"
+	Fixed   = "gateway-fixed"
 	// Untraced is the fixed build with its flight recorder off
 	// (-flight-recorder 0): the recorder's cost is Fixed's CPU over it.
 	Untraced = "gateway-fixed-untraced"
@@ -41,7 +44,9 @@ const (
 )
 
 // AllTargets are every target, in the table's order.
-func AllTargets() []string { return []string{Direct, ReverseProxy, Nginx, Fixed, Untraced, Baseline} }
+func AllTargets() []string {
+	return []string{Direct, ReverseProxy, Nginx, Scanner, Fixed, Untraced, Baseline}
+}
 
 // Config is one benchmark run.
 type Config struct {
@@ -322,8 +327,10 @@ func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...a
 	builds := []binary{{"bench-upstream", cfg.Root, "./tools/benchproxy/cmd/bench-upstream", ""}}
 	for _, t := range cfg.Targets {
 		switch t {
-		case ReverseProxy:
-			builds = append(builds, binary{"bench-reverseproxy", cfg.Root, "./tools/benchproxy/cmd/bench-reverseproxy", ""})
+		case ReverseProxy, Scanner:
+			if !slices.ContainsFunc(builds, func(b binary) bool { return b.name == "bench-reverseproxy" }) {
+				builds = append(builds, binary{"bench-reverseproxy", cfg.Root, "./tools/benchproxy/cmd/bench-reverseproxy", ""})
+			}
 		case Fixed, Untraced:
 			if !slices.ContainsFunc(builds, func(b binary) bool { return b.name == Fixed }) {
 				builds = append(builds, binary{Fixed, cfg.Root, "./gateway/cmd/gateway", "fixed"})
@@ -391,9 +398,12 @@ func startAll(ctx context.Context, cfg Config, dir string, say func(string, ...a
 			t.url, t.admin, t.proc = "http://"+upstream+"/v1/chat/completions", "", up
 			targets = append(targets, t)
 			continue
-		case ReverseProxy:
+		case ReverseProxy, Scanner:
 			t.url = "http://" + a[0] + "/v1/chat/completions"
 			args = []string{bin("bench-reverseproxy"), "-listen", a[0], "-admin", a[1], "-upstream", "http://" + upstream}
+			if name == Scanner {
+				args = append(args, "-scan")
+			}
 		case Nginx:
 			nginx, err := FindNginx()
 			if err != nil {

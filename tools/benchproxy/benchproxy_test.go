@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -85,7 +86,7 @@ func TestSmoke(t *testing.T) {
 				m.Target, m.HeapIdle, m.HeapHeld, m.Streams, m.BytesPerStream)
 		}
 	}
-	if want := []string{ReverseProxy, Fixed, Previous, Untraced, Baseline}; !slices.Equal(held, want) {
+	if want := []string{ReverseProxy, Scanner, Fixed, Previous, Untraced, Baseline}; !slices.Equal(held, want) {
 		t.Errorf("heap measured for %v, want %v", held, want)
 	}
 	var timed []string
@@ -245,4 +246,36 @@ func iotaInts(n int) []int {
 		s[i] = i
 	}
 	return s
+}
+
+// flushCounter records what a handler writes and how often it flushes.
+type flushCounter struct {
+	*httptest.ResponseRecorder
+	flushes int
+}
+
+func (f *flushCounter) Flush() { f.flushes++ }
+
+// The scanner forwards a stream byte for byte, a line longer than its
+// buffer and CRLF line ends included, and flushes where an event ends with
+// nothing more buffered, not per line.
+func TestScannerForwardsEveryByte(t *testing.T) {
+	long := strings.Repeat("x", 100<<10)
+	stream := "data: a\n\ndata: " + long + "\r\n\r\nid: 7\ndata: b\n\ndata: [DONE]\n\n"
+	w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	// One byte at a time, so nothing more is ever buffered at an event's
+	// end: every event is flushed on its own, and the end once more.
+	scanEvents(w, iotest.OneByteReader(strings.NewReader(stream)))
+	if got := w.Body.String(); got != stream {
+		t.Fatalf("forwarded %d bytes, want the stream's %d unchanged", len(got), len(stream))
+	}
+	if w.flushes != 5 {
+		t.Errorf("%d flushes, want 5: one per event and one at the end", w.flushes)
+	}
+	// All at once: the events come out together, flushed at the last.
+	w = &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	scanEvents(w, strings.NewReader("data: a\n\ndata: b\n\n"))
+	if w.Body.String() != "data: a\n\ndata: b\n\n" || w.flushes != 2 {
+		t.Errorf("%q with %d flushes, want both events and 2 flushes (the last event's, the end's)", w.Body.String(), w.flushes)
+	}
 }

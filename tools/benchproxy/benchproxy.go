@@ -31,7 +31,7 @@ const (
 	ReverseProxy = "reverseproxy"
 	Nginx        = "nginx"
 	// Scanner reads each event and does nothing else (NewScanner): the
-	// least a proxy that redacts per event could cost.
+	// least CPU a proxy that redacts per event could cost.
 	Scanner = "scanner"
 	Fixed   = "gateway-fixed"
 	// Untraced is the fixed build with its flight recorder off

@@ -251,10 +251,22 @@ func iotaInts(n int) []int {
 // flushCounter records what a handler writes and how often it flushes.
 type flushCounter struct {
 	*httptest.ResponseRecorder
-	flushes int
+	writes, flushes int
+}
+
+func (f *flushCounter) Write(b []byte) (int, error) {
+	f.writes++
+	return f.ResponseRecorder.Write(b)
 }
 
 func (f *flushCounter) Flush() { f.flushes++ }
+
+// scan runs scanEvents over stream and says what it did.
+func scan(t *testing.T, body io.Reader) (*flushCounter, error) {
+	t.Helper()
+	w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	return w, scanEvents(w, body)
+}
 
 // The scanner forwards a stream byte for byte, a line longer than its
 // buffer and CRLF line ends included, and flushes where an event ends with
@@ -262,20 +274,42 @@ func (f *flushCounter) Flush() { f.flushes++ }
 func TestScannerForwardsEveryByte(t *testing.T) {
 	long := strings.Repeat("x", 100<<10)
 	stream := "data: a\n\ndata: " + long + "\r\n\r\nid: 7\ndata: b\n\ndata: [DONE]\n\n"
-	w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
 	// One byte at a time, so nothing more is ever buffered at an event's
 	// end: every event is flushed on its own, and the end once more.
-	scanEvents(w, iotest.OneByteReader(strings.NewReader(stream)))
-	if got := w.Body.String(); got != stream {
-		t.Fatalf("forwarded %d bytes, want the stream's %d unchanged", len(got), len(stream))
+	w, err := scan(t, iotest.OneByteReader(strings.NewReader(stream)))
+	if err != nil || w.Body.String() != stream {
+		t.Fatalf("forwarded %d bytes (%v), want the stream's %d unchanged", w.Body.Len(), err, len(stream))
 	}
 	if w.flushes != 5 {
 		t.Errorf("%d flushes, want 5: one per event and one at the end", w.flushes)
 	}
 	// All at once: the events come out together, flushed at the last.
-	w = &flushCounter{ResponseRecorder: httptest.NewRecorder()}
-	scanEvents(w, strings.NewReader("data: a\n\ndata: b\n\n"))
+	w, _ = scan(t, strings.NewReader("data: a\n\ndata: b\n\n"))
 	if w.Body.String() != "data: a\n\ndata: b\n\n" || w.flushes != 2 {
 		t.Errorf("%q with %d flushes, want both events and 2 flushes (the last event's, the end's)", w.Body.String(), w.flushes)
+	}
+}
+
+// A line that fills the buffer exactly leaves its newline for the next
+// read, which is no blank line: the event is not flushed there. A stream
+// with no newline at all is written as it grows, not held to its end.
+func TestScannerLongLines(t *testing.T) {
+	exact := "data: " + strings.Repeat("x", 32<<10-len("data: ")) + "\ndata: more\n\n"
+	w, err := scan(t, iotest.OneByteReader(strings.NewReader(exact)))
+	if err != nil || w.Body.String() != exact || w.flushes != 2 {
+		t.Errorf("a line of exactly the buffer: %d bytes, %d flushes (%v); want it whole and 2 flushes (the event's end, the stream's)", w.Body.Len(), w.flushes, err)
+	}
+	endless := strings.Repeat("y", 200<<10)
+	w, err = scan(t, strings.NewReader(endless))
+	if err != nil || w.Body.String() != endless || w.writes < 6 {
+		t.Errorf("200 KiB without a newline: %d bytes in %d writes (%v); want it whole, written as it grew", w.Body.Len(), w.writes, err)
+	}
+}
+
+// An upstream that fails mid-stream is an error, after what arrived.
+func TestScannerReportsAReadError(t *testing.T) {
+	w, err := scan(t, io.MultiReader(strings.NewReader("data: a\n\n"), iotest.ErrReader(io.ErrUnexpectedEOF)))
+	if !errors.Is(err, io.ErrUnexpectedEOF) || w.Body.String() != "data: a\n\n" {
+		t.Errorf("%q, %v; want the event, then io.ErrUnexpectedEOF", w.Body.String(), err)
 	}
 }

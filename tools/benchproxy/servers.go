@@ -175,8 +175,8 @@ func proxyHandler(h http.Handler) http.Handler {
 // event), written on as it came, and flushed where an event ends with
 // nothing more from the upstream buffered, as the gateway flushes. It does
 // nothing else: no JSON, no redaction, no accounting, no transcript, so
-// what the gateway costs over it is what those cost, and its ratio to the
-// ReverseProxy is the least any such proxy costs on this machine.
+// the CPU the gateway costs over it is what those cost, and its CPU over
+// the ReverseProxy's is the least any such proxy costs on this machine.
 func NewScanner(upstream *url.URL) http.Handler {
 	transport := newTransport()
 	return proxyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -187,7 +187,8 @@ func NewScanner(upstream *url.URL) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		req.Header = r.Header.Clone()
+		req.Header, req.ContentLength = r.Header.Clone(), r.ContentLength
+		dropHopByHop(req.Header)
 		resp, err := transport.RoundTrip(req)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
@@ -197,36 +198,58 @@ func NewScanner(upstream *url.URL) http.Handler {
 		for k, v := range resp.Header {
 			w.Header()[k] = v
 		}
+		dropHopByHop(w.Header())
 		w.WriteHeader(resp.StatusCode)
-		scanEvents(w, resp.Body)
+		if err := scanEvents(w, resp.Body); err != nil {
+			// As httputil.ReverseProxy does: a stream cut short upstream
+			// is not ended cleanly for the client.
+			panic(http.ErrAbortHandler)
+		}
 	}))
+}
+
+// dropHopByHop removes the headers that describe one connection, not the
+// message (RFC 9110, 7.6.1), as httputil.ReverseProxy does.
+func dropHopByHop(h http.Header) {
+	for _, k := range []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
+		h.Del(k)
+	}
 }
 
 // scanEvents copies an SSE stream from body to w line by line, writing
 // what it holds at writeAt bytes and flushing at the end of an event when
-// body has nothing more buffered; it stops at the first error either way.
-func scanEvents(w http.ResponseWriter, body io.Reader) {
+// body has nothing more buffered. It returns the body's error other than
+// io.EOF; a client that went away ends it quietly.
+func scanEvents(w http.ResponseWriter, body io.Reader) error {
 	const writeAt = 32 << 10
 	rc := http.NewResponseController(w)
 	br := bufio.NewReaderSize(body, writeAt)
 	out := make([]byte, 0, writeAt+4<<10)
+	midLine := false // the last read ended inside a line longer than br's buffer
 	for {
 		line, err := br.ReadSlice('\n')
 		out = append(out, line...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue // a line longer than the buffer: the rest follows
+		full := errors.Is(err, bufio.ErrBufferFull)
+		blank := err == nil && !midLine && (len(line) == 1 || len(line) == 2 && line[0] == '\r')
+		midLine = full
+		end := blank && br.Buffered() == 0
+		if full {
+			err = nil
 		}
-		blank := err == nil && (len(line) == 1 || len(line) == 2 && line[0] == '\r')
-		if err != nil || blank && br.Buffered() == 0 || len(out) >= writeAt {
+		if err != nil || end || len(out) >= writeAt {
 			if _, werr := w.Write(out); werr != nil {
-				return
+				return nil
 			}
 			out = out[:0]
-			if err != nil || blank && br.Buffered() == 0 {
-				if rc.Flush() != nil || err != nil {
-					return
-				}
+			if (err != nil || end) && rc.Flush() != nil {
+				return nil
 			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 	}
 }

@@ -413,9 +413,9 @@ func Slowest(all []incident.Exemplar, n int) []incident.Exemplar {
 
 // burnStart is when the burn that fired the alert began: the last step,
 // up to twice the pair's long window before the alert's start, at which
-// the burn over its short window was at most 1 (the budget's own pace) or
-// had no value (no traffic), less one step, since Prometheus sees a
-// change a scrape late. The long window alone would reach back past the
+// the burn over its short window was 0 or had no value (no traffic)
+// before it rose over 1 (the budget's own pace), less one step, since
+// Prometheus sees a change a scrape late. The long window alone would reach back past the
 // burn's start whenever the alert fires sooner than it (a 10x burn fires
 // the lab's 2m/4m pair after about 2.5 minutes), and a heap profile from
 // "before" would then hold the burn. A burn that lasts the whole span
@@ -439,12 +439,26 @@ func (c *Client) burnStart(ctx context.Context, id string, p slo.Pair, at time.T
 	if n := len(pts); n == 0 || !burning(pts[n-1].V) {
 		return at.Add(-p.Long), nil
 	}
-	for i := len(pts) - 1; i >= 0; i-- {
-		if !burning(pts[i].V) {
-			return pts[i].T.Add(-step), nil
-		}
+	i := len(pts) - 1
+	for i >= 0 && burning(pts[i].V) {
+		i--
 	}
-	return from, nil
+	if i < 0 {
+		return from, nil
+	}
+	// At pts[i] the short window may already count some of the burn's
+	// errors, too few to lift it over 1: with the provider's 25 answers a
+	// second, the 2m window needs four slow ones, which its long answers
+	// bring every 4 s, so the burn crossed 1 some 12 s after it began, and
+	// the heap's "before" held the burn's first answers. The burn began
+	// where the short window last counted no error at all (0, or no
+	// traffic); every error counted at pts[i] came within one short window
+	// of it, so the walk goes no further back.
+	stop := max(i-int(p.Short/step), 0)
+	for i > stop && pts[i].V > 0 {
+		i--
+	}
+	return pts[i].T.Add(-step), nil
 }
 
 // burning says whether a burn spends the budget faster than its own pace.

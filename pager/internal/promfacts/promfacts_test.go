@@ -79,6 +79,45 @@ func TestTheBurnBeganWhenItsSlowStreamsDid(t *testing.T) {
 	}
 }
 
+// The short window is over 1 some steps after its burn began: it counted
+// the burn's first errors below 1. The burn began where it last counted
+// none (0, or no traffic), and the walk back goes no further than one
+// short window (2m) before the last step at most 1, over which every error
+// counted there came. Steps fall every 5 s from 8m before the start.
+func TestTheBurnBeganWhereItsShortWindowLastCountedNoError(t *testing.T) {
+	type step struct {
+		before time.Duration // before the alert's start
+		value  string
+	}
+	for _, c := range []struct {
+		name  string
+		steps []step
+		want  time.Duration // BurnFrom, before the start
+	}{
+		{"rose through 0.5 from 0", []step{{60 * time.Second, "0"}, {40 * time.Second, "0.5"}}, 70 * time.Second},
+		{"rose through 0.5 from no traffic", []step{{60 * time.Second, "NaN"}, {40 * time.Second, "0.5"}}, 70 * time.Second},
+		{"at 0.5 for longer than the short window", []step{{40 * time.Second, "0.5"}}, 170 * time.Second},
+		{"from 0 straight over 1", []step{{40 * time.Second, "0"}}, 50 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prom := promfactstest.New(t)
+			prom.Set("ratio_rate2m{", "7")
+			prom.Set("ratio_rate4m{", "7")
+			for _, s := range c.steps {
+				prom.SetBefore("ratio_rate2m{", start.Add(-s.before), s.value)
+			}
+			cl, err := New(prom.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := cl.Facts(context.Background(), alert())
+			if want := start.Add(-c.want); f.Pair != 1 || !f.BurnFrom.Equal(want) {
+				t.Errorf("pair %d, the burn began %s before the start, want pair 1 and %s", f.Pair, start.Sub(f.BurnFrom), c.want)
+			}
+		})
+	}
+}
+
 // The budget's edge cases, in words: nothing left, a burn of 0, and no
 // figure at all.
 func TestTheBudgetSaysWhenItDoesNotRunOut(t *testing.T) {

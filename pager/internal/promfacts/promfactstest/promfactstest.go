@@ -41,7 +41,7 @@ type Server struct {
 	mu  sync.Mutex
 	// values: see Set.
 	values    [][2]string
-	earlier   map[string]earlier
+	earlier   []earlier
 	exemplars [][]Exemplar
 	asked     []Asked
 }
@@ -64,22 +64,34 @@ func (s *Server) Set(part, value string) {
 	s.values = append(s.values, [2]string{part, value})
 }
 
-// earlier is what a range query's steps before a time answer.
+// earlier is what a query containing part answers before a time.
 type earlier struct {
+	part   string
 	before time.Time
 	value  string
 }
 
 // SetBefore makes a query containing part answer value before t (an
 // instant query's time, a range query's steps), and what Set says from t
-// on: a burn that began at t.
+// on: a burn that began at t. Called again for the same part it adds a
+// step: at each time the earliest t still ahead says the value, so a
+// series can rise in stages.
 func (s *Server) SetBefore(part string, t time.Time, value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.earlier == nil {
-		s.earlier = map[string]earlier{}
+	s.earlier = append(s.earlier, earlier{part, t, value})
+}
+
+// at is what query q answers at time t, given v from Set; the caller holds
+// s.mu.
+func (s *Server) at(q string, t time.Time, v string) string {
+	var next time.Time
+	for _, e := range s.earlier {
+		if strings.Contains(q, e.part) && t.Before(e.before) && (next.IsZero() || e.before.Before(next)) {
+			next, v = e.before, e.value
+		}
 	}
-	s.earlier[part] = earlier{t, value}
+	return v
 }
 
 // Exemplars sets what an exemplar query answers: one series per slice.
@@ -136,10 +148,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/api/v1/query":
 		s.mu.Lock()
-		for part, e := range s.earlier {
-			if strings.Contains(q, part) && a.Time.Before(e.before) {
-				v, ok = e.value, e.value != ""
-			}
+		if w := s.at(q, a.Time, v); w != v {
+			v, ok = w, w != ""
 		}
 		s.mu.Unlock()
 		result := []any{}
@@ -153,13 +163,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if ok && step > 0 {
 			var values []any
 			for t := a.Start; !t.After(a.End); t = t.Add(time.Duration(step * float64(time.Second))) {
-				at := v
 				s.mu.Lock()
-				for part, e := range s.earlier {
-					if strings.Contains(q, part) && t.Before(e.before) {
-						at = e.value
-					}
-				}
+				at := s.at(q, t, v)
 				s.mu.Unlock()
 				values = append(values, []any{float64(t.UnixMilli()) / 1e3, at})
 			}

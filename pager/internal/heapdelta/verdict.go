@@ -203,7 +203,7 @@ func Compare(before, during Sample, threshold float64) (Verdict, error) {
 	}
 	pct := strings.TrimSuffix(fmt.Sprintf("%.1f", 100*threshold), ".0")
 	if top == "" {
-		v.Words = fmt.Sprintf("no function's allocation grew by more than %s %% beyond sampling noise (of those making at least %.0f %% of it): the gateway's heap did not change; look upstream",
+		v.Words = fmt.Sprintf("no function's allocation grew by more than %s %% beyond sampling noise (of those making at least %.0f %% of it): the profiled process's heap did not change; look at what it calls, or at its machine",
 			pct, 100*MinShare)
 		return v, nil
 	}

@@ -29,7 +29,7 @@ func with(rates map[string]float64, fn string, rate float64) map[string]float64 
 	return out
 }
 
-const unchanged = "no function's allocation grew by more than 50 % beyond sampling noise (of those making at least 5 % of it): the gateway's heap did not change; look upstream"
+const unchanged = "no function's allocation grew by more than 50 % beyond sampling noise (of those making at least 5 % of it): the profiled process's heap did not change; look at what it calls, or at its machine"
 
 func TestCompare(t *testing.T) {
 	for _, c := range []struct {

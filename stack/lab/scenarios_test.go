@@ -38,9 +38,18 @@ var (
 )
 
 const (
-	// warmUp is healthy load before the fault, with nothing firing: six
-	// scrapes, so every SLI series has samples and a rate.
-	warmUp = 30 * time.Second
+	// warmUp is healthy load before the fault, with nothing firing: eight
+	// scrapes, so every SLI series has samples and a rate, and a whole
+	// delta heap profile of the loaded gateway that ends 10 s or more
+	// before the fault. The load starts as the pager's first delta (of the
+	// idle gateway) ends, and a delta is taken every 30 s for 10 s, so the
+	// first under load ends 30 s later. The pager puts the burn's start
+	// where its short window last counted no error, less a step: up to 9 s
+	// before the fault (the recording's lag) and 10 s after. After a
+	// warm-up of 30 s that delta ended 0–3 s before the fault, a start
+	// before its end made the idle delta the "before", and a page whose
+	// heap did not change read as if every function had grown.
+	warmUp = 40 * time.Second
 	// idleQuiet is how long the none row's stack, its load stopped, must
 	// fire nothing: every page pair's short window (the longest is 2m)
 	// empty of traffic, one scrape and one evaluation (5 s each) and

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -323,14 +324,35 @@ func (s *stack) dockerDo(ctx context.Context, service string, args ...string) {
 // takes that for a manual stop and does not apply the restart policy
 // (Docker 20.10 sets HasBeenManuallyStopped on a kill), while a process
 // that dies by itself is restarted.
-func (s *stack) crash(ctx context.Context, service string) {
+// It returns the container's ID and the process it killed.
+func (s *stack) crash(ctx context.Context, service string) (id string, pid int) {
 	s.t.Helper()
-	pid := s.inspect(ctx, service).State.Pid
-	if pid <= 0 {
+	c := s.inspect(ctx, service)
+	if pid = c.State.Pid; pid <= 0 {
 		s.t.Fatalf("%s has no process to kill", service)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		s.t.Fatalf("kill -9 %s's process %d: %v (the test needs to run as root or as the container's user)", service, pid, err)
+	}
+	return c.ID, pid
+}
+
+// waitRestarted waits until container id runs a process other than pid,
+// the one crash killed. Until the engine has handled that exit, the
+// container still reads as running, with its old health ("healthy"), and
+// while it restarts compose ps may not list it: a wait on health alone can
+// end before the restart has begun.
+func (s *stack) waitRestarted(ctx context.Context, id string, pid int, within time.Duration) {
+	s.t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(fastPoll) {
+		out, err := docker(ctx, "inspect", "--format", "{{.State.Pid}}", id)
+		if now, _ := strconv.Atoi(strings.TrimSpace(out)); err == nil && now > 0 && now != pid {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.dump(ctx)
+			s.t.Fatalf("container %.12s runs no new process within %s of its kill -9 (pid %d): %v %s", id, within, pid, err, out)
+		}
 	}
 }
 
@@ -526,8 +548,9 @@ func (c *cycle) row0(fault string, ref faultRow, restarted time.Time, probe lab.
 // burstAndKill posts burstAlerts distinct ticket notifications to the
 // pager, as Alertmanager would, from burstWorkers at once, and kills the
 // pager once a third are acknowledged. It returns the incidents of the
-// acknowledged ones and how many were sent.
-func (s *stack) burstAndKill(t *testing.T, ctx context.Context) (acked []string, sent int) {
+// acknowledged ones, how many were sent, and the pager's container and
+// the process killed in it (pid 0 if the burst ended first).
+func (s *stack) burstAndKill(t *testing.T, ctx context.Context) (acked []string, sent int, id string, pid int) {
 	url := "http://" + lab.DefaultAddrs().Pager + "/webhook/ticket"
 	var mu sync.Mutex
 	var n, tries atomic.Int64
@@ -566,13 +589,13 @@ func (s *stack) burstAndKill(t *testing.T, ctx context.Context) (acked []string,
 		jobs <- i
 		if !killed && n.Load() >= burstAlerts/3 {
 			killed = true
-			s.crash(ctx, lab.Pager)
+			id, pid = s.crash(ctx, lab.Pager)
 		}
 	}
 	close(jobs)
 	wg.Wait()
 	slices.Sort(acked)
-	return acked, int(tries.Load())
+	return acked, int(tries.Load()), id, pid
 }
 
 var faultColumns = []string{"fault", "fire", "page", "resolve", "page notifications", "duplicates dropped", "incidents", "lost", "note"}
@@ -666,7 +689,11 @@ func (s *stack) quietFaults(t *testing.T, ctx context.Context, probe lab.Probe, 
 	// The pager kill -9'd under a burst of notifications: every one it
 	// acknowledged with a 2xx must be there after its restart.
 	t.Run("pager-kill-under-burst", func(t *testing.T) {
-		acked, sent := s.burstAndKill(t, ctx)
+		acked, sent, id, pid := s.burstAndKill(t, ctx)
+		if pid == 0 {
+			t.Fatalf("the burst of %d ended before the pager was killed", sent)
+		}
+		s.waitRestarted(ctx, id, pid, time.Minute)
 		s.waitHealthy(ctx, healthyWithin)
 		lost := 0
 		for _, id := range acked {

@@ -119,10 +119,22 @@ func NewFixed(pool *Pool) *Fixed {
 
 // Append adds the payload of one `data: ` line.
 func (t *Fixed) Append(e string) {
-	if strings.HasPrefix(e, "data: ") {
-		t.write(e[6:])
-		t.write(" ")
+	if !strings.HasPrefix(e, "data: ") {
+		return
 	}
+	p := e[6:]
+	// The common payload fits in the last block with its space: one copy
+	// and one store, where write would make two calls and two copies.
+	if n := len(t.blocks); n > 0 && t.last+len(p) < BlockBytes {
+		b := t.blocks[n-1]
+		copy(b[t.last:], p)
+		b[t.last+len(p)] = ' '
+		t.last += len(p) + 1
+		t.n += len(p) + 1
+		return
+	}
+	t.write(p)
+	t.write(" ")
 }
 
 func (t *Fixed) write(s string) {

@@ -113,6 +113,23 @@ func TestFixedAllocatesWhatItStates(t *testing.T) {
 
 // What a Fixed holds follows what arrived, not what the request may ask
 // for, and Release empties it for reuse.
+// A payload that ends a byte short of its block's end, at it, or past it:
+// its space goes in the same block, opens the next, or follows the payload
+// into it, and the text is the same.
+func TestFixedAtTheEndOfABlock(t *testing.T) {
+	for _, d := range []int{-2, -1, 0, 1, 2} {
+		tr := NewFixed(nil)
+		filler := strings.Repeat("f", BlockBytes-101) // with its space, 100 bytes short of the block's end
+		payload := strings.Repeat("p", 100+d)
+		tr.Append("data: " + filler)
+		tr.Append("data: " + payload)
+		tr.Append("data: next")
+		if want := filler + " " + payload + " next "; tr.String() != want || tr.Len() != len(want) {
+			t.Errorf("payload ending %d bytes past the block: %d bytes kept, want %d, or the text differs", d, tr.Len(), len(want))
+		}
+	}
+}
+
 func TestFixedHoldsWhatArrived(t *testing.T) {
 	var pool Pool
 	tr := NewFixed(&pool)

@@ -413,8 +413,9 @@ func Slowest(all []incident.Exemplar, n int) []incident.Exemplar {
 
 // burnStart is when the burn that fired the alert began: the last step,
 // up to twice the pair's long window before the alert's start, at which
-// the burn over its short window was 0 or had no value (no traffic)
-// before it rose over 1 (the budget's own pace), less one step, since
+// the burn over its short window began the rise that took it over 1 (the
+// budget's own pace): 0, no value (no traffic) or the steady rate before
+// it; less one step, since
 // Prometheus sees a change a scrape late. The long window alone would reach back past the
 // burn's start whenever the alert fires sooner than it (a 10x burn fires
 // the lab's 2m/4m pair after about 2.5 minutes), and a heap profile from
@@ -451,11 +452,14 @@ func (c *Client) burnStart(ctx context.Context, id string, p slo.Pair, at time.T
 	// second, the 2m window needs four slow ones, which its long answers
 	// bring every 4 s, so the burn crossed 1 some 12 s after it began, and
 	// the heap's "before" held the burn's first answers. The burn began
-	// where the short window last counted no error at all (0, or no
-	// traffic); every error counted at pts[i] came within one short window
-	// of it, so the walk goes no further back.
+	// where its rise did: the walk goes back while the step before is
+	// lower or had no traffic, and stops at a step that counted no error,
+	// or no higher than the one before (a steady rate of errors the
+	// service always has, or an earlier burn's tail). Every error counted
+	// at pts[i] came within one short window of it, so the walk goes no
+	// further back than that.
 	stop := max(i-int(p.Short/step), 0)
-	for i > stop && pts[i].V > 0 {
+	for i > stop && pts[i].V > 0 && !(pts[i-1].V >= pts[i].V) {
 		i--
 	}
 	return pts[i].T.Add(-step), nil

@@ -3,6 +3,7 @@ package promfacts
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -80,23 +81,37 @@ func TestTheBurnBeganWhenItsSlowStreamsDid(t *testing.T) {
 }
 
 // The short window is over 1 some steps after its burn began: it counted
-// the burn's first errors below 1. The burn began where it last counted
-// none (0, or no traffic), and the walk back goes no further than one
-// short window (2m) before the last step at most 1, over which every error
-// counted there came. Steps fall every 5 s from 8m before the start.
-func TestTheBurnBeganWhereItsShortWindowLastCountedNoError(t *testing.T) {
+// the burn's first errors below 1. The burn began where that rise did:
+// at the last step that counted no error (0, or no traffic), or no more
+// than the step before it (a steady rate of errors), and no further back
+// than one short window (2m) before the last step at most 1, over which
+// every error counted there came. Steps fall every 5 s from 8m before the
+// start; the burn is 7 from 40 s before it.
+func TestTheBurnBeganWhereItsRiseDid(t *testing.T) {
 	type step struct {
-		before time.Duration // before the alert's start
+		before time.Duration // the value holds until this long before the start
 		value  string
+	}
+	rise := func(first string, from time.Duration, values ...string) []step {
+		steps := []step{{from, first}}
+		for k, v := range values {
+			steps = append(steps, step{from - time.Duration(k+1)*5*time.Second, v})
+		}
+		return steps
+	}
+	var long []step // rising by 0.01 a step from 200 s before the start to 40 s
+	for k := range 32 {
+		long = append(long, step{195*time.Second - time.Duration(k)*5*time.Second, fmt.Sprint(0.01 * float64(k+1))})
 	}
 	for _, c := range []struct {
 		name  string
 		steps []step
 		want  time.Duration // BurnFrom, before the start
 	}{
-		{"rose through 0.5 from 0", []step{{60 * time.Second, "0"}, {40 * time.Second, "0.5"}}, 70 * time.Second},
-		{"rose through 0.5 from no traffic", []step{{60 * time.Second, "NaN"}, {40 * time.Second, "0.5"}}, 70 * time.Second},
-		{"at 0.5 for longer than the short window", []step{{40 * time.Second, "0.5"}}, 170 * time.Second},
+		{"rose from 0", rise("0", 60*time.Second, "0.1", "0.2", "0.3", "0.4"), 70 * time.Second},
+		{"rose from no traffic", rise("NaN", 60*time.Second, "0.1", "0.2", "0.3", "0.4"), 70 * time.Second},
+		{"rose from a steady rate of errors", rise("0.3", 50*time.Second, "0.4", "0.5"), 60 * time.Second},
+		{"rose for longer than the short window", long, 170 * time.Second},
 		{"from 0 straight over 1", []step{{40 * time.Second, "0"}}, 50 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -74,8 +74,8 @@ type earlier struct {
 // SetBefore makes a query containing part answer value before t (an
 // instant query's time, a range query's steps), and what Set says from t
 // on: a burn that began at t. Called again for the same part it adds a
-// step: at each time the earliest t still ahead says the value, so a
-// series can rise in stages.
+// step: at each time the earliest t still ahead says the value (of two
+// with the same t, the first set), so a series can rise in stages.
 func (s *Server) SetBefore(part string, t time.Time, value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,8 +148,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/api/v1/query":
 		s.mu.Lock()
-		if w := s.at(q, a.Time, v); w != v {
-			v, ok = w, w != ""
+		if then := s.at(q, a.Time, v); then != v {
+			v, ok = then, then != ""
 		}
 		s.mu.Unlock()
 		result := []any{}

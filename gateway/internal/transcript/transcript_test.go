@@ -111,8 +111,6 @@ func TestFixedAllocatesWhatItStates(t *testing.T) {
 	}
 }
 
-// What a Fixed holds follows what arrived, not what the request may ask
-// for, and Release empties it for reuse.
 // A payload that ends a byte short of its block's end, at it, or past it:
 // its space goes in the same block, opens the next, or follows the payload
 // into it, and the text is the same.
@@ -130,6 +128,8 @@ func TestFixedAtTheEndOfABlock(t *testing.T) {
 	}
 }
 
+// What a Fixed holds follows what arrived, not what the request may ask
+// for, and Release empties it for reuse.
 func TestFixedHoldsWhatArrived(t *testing.T) {
 	var pool Pool
 	tr := NewFixed(&pool)

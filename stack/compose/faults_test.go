@@ -341,9 +341,9 @@ func (s *stack) crash(ctx context.Context, service string) (id string, pid int) 
 // the one crash killed. Until the engine has handled that exit, the
 // container still reads as running, with its old health ("healthy"), and
 // while it restarts compose ps may not list it: a wait on health alone can
-// end before the restart has begun.
-func (s *stack) waitRestarted(ctx context.Context, id string, pid int, within time.Duration) {
-	s.t.Helper()
+// end before the restart has begun. It fails t, the subtest that waits.
+func (s *stack) waitRestarted(t *testing.T, ctx context.Context, id string, pid int, within time.Duration) {
+	t.Helper()
 	for deadline := time.Now().Add(within); ; time.Sleep(fastPoll) {
 		out, err := docker(ctx, "inspect", "--format", "{{.State.Pid}}", id)
 		if now, _ := strconv.Atoi(strings.TrimSpace(out)); err == nil && now > 0 && now != pid {
@@ -351,7 +351,7 @@ func (s *stack) waitRestarted(ctx context.Context, id string, pid int, within ti
 		}
 		if time.Now().After(deadline) {
 			s.dump(ctx)
-			s.t.Fatalf("container %.12s runs no new process within %s of its kill -9 (pid %d): %v %s", id, within, pid, err, out)
+			t.Fatalf("container %.12s runs no new process within %s of its kill -9 (pid %d): %v %s", id, within, pid, err, out)
 		}
 	}
 }
@@ -693,7 +693,7 @@ func (s *stack) quietFaults(t *testing.T, ctx context.Context, probe lab.Probe, 
 		if pid == 0 {
 			t.Fatalf("the burst of %d ended before the pager was killed", sent)
 		}
-		s.waitRestarted(ctx, id, pid, time.Minute)
+		s.waitRestarted(t, ctx, id, pid, time.Minute)
 		s.waitHealthy(ctx, healthyWithin)
 		lost := 0
 		for _, id := range acked {

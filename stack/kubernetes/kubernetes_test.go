@@ -199,7 +199,7 @@ func TestChecksFailOnHandMadeFaults(t *testing.T) {
 		{"replicas behind one URL", "base/pager.yml", "jobs: [gateway]", "static: [http://gateway:6060/debug/pprof/allocs]", "fixed",
 			"pager-targets", "Deployment/gateway runs 2 replicas and no pager rule profiles its job"},
 		{"pager config misspelled", "base/pager.yml", "sampled: true", "sampeld: true", "fixed",
-			"pager-targets", "field sampeld not found"},
+			"pager-targets", "sampeld: not a field of a rule"},
 		{"pager config not mounted", "base/pager.yaml", "              mountPath: /etc/burnlab", "              mountPath: /etc/pager", "fixed",
 			"pager-targets", `PAGER_TARGETS "/etc/burnlab/pager.yml" is no file of a ConfigMap mounted read-only`},
 		{"another Prometheus", "base/pager.yaml", "prometheus-operated.monitoring.svc", "prometheus.monitoring.svc", "fixed",

@@ -135,7 +135,7 @@ func TestValidateChecksThePagerConfig(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-targets", write("bad.yml", "rules:\n  - name: a\n    job: [x]\n")}, "bad.yml: yaml: unmarshal errors:\n  line 3: field job not found"},
+		{[]string{"-targets", write("bad.yml", "rules:\n  - name: a\n    job: [x]\n")}, "bad.yml:3: job: not a field of a rule; want one of"},
 		{[]string{"-targets", jobs, "-prometheus-url", ""}, "rules with jobs find their processes through Prometheus, and -prometheus-url is empty"},
 		{[]string{"-targets", filepath.Join(dir, "none.yml")}, "none.yml: no such file"},
 	} {
@@ -215,7 +215,7 @@ func TestCheckExitsWithTheVerdict(t *testing.T) {
 	bad, good := filepath.Join(dir, "bad.yml"), filepath.Join(dir, "good.yml")
 	os.WriteFile(bad, []byte("rules:\n  - {name: a, jobs: [x], sampeld: true}\n"), 0o600)
 	os.WriteFile(good, []byte("rules:\n  - {name: a, jobs: [x]}\n"), 0o600)
-	if err := run(t.Context(), []string{"-check", "-targets", bad, "-listen", "127.0.0.1:1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "field sampeld not found") {
+	if err := run(t.Context(), []string{"-check", "-targets", bad, "-listen", "127.0.0.1:1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "sampeld: not a field of a rule") {
 		t.Errorf("a bad config: %v", err)
 	}
 	if err := run(t.Context(), []string{"-check", "-targets", good, "-listen", "127.0.0.1:1", "-data", filepath.Join(dir, "never")}, io.Discard); err != nil {

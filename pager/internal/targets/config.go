@@ -20,6 +20,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -150,9 +151,9 @@ func Parse(data []byte, file string) (Config, error) {
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)
 	if err := strict.Decode(&cfg); err != nil {
-		return Config{}, fmt.Errorf("%s: %w", file, err)
+		return Config{}, decodeError(file, err)
 	}
-	lines := ruleLines(&doc)
+	places := rulePlaces(&doc)
 	var errs []error
 	if len(cfg.Rules) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no rules: want at least one under `rules:`", file))
@@ -160,19 +161,28 @@ func Parse(data []byte, file string) (Config, error) {
 	names := map[string]int{}
 	for i := range cfg.Rules {
 		r := &cfg.Rules[i]
-		if i < len(lines) {
-			r.line = lines[i]
+		var fields map[string]int
+		if i < len(places) {
+			r.line, fields = places[i].line, places[i].fields
 		}
-		at := fmt.Sprintf("%s:%d: rule %d (%q)", file, r.line, i+1, r.Name)
-		for _, err := range r.check() {
-			errs = append(errs, fmt.Errorf("%s: %w", at, err))
+		// Each mistake is told at its field's line, or at the rule's
+		// when the field is not written (a missing name, no jobs).
+		at := func(field string) string {
+			line, ok := fields[field]
+			if !ok {
+				line = r.line
+			}
+			return fmt.Sprintf("%s:%d: rule %d (%q): %s", file, line, i+1, r.Name, field)
+		}
+		for _, m := range r.check() {
+			errs = append(errs, fmt.Errorf("%s: %s", at(m.field), m.says))
 		}
 		if first, ok := names[r.Name]; ok && r.Name != "" {
-			errs = append(errs, fmt.Errorf("%s: name: the name of rule %d too; want names of their own", at, first))
+			errs = append(errs, fmt.Errorf("%s: the name of rule %d too; want names of their own", at("name"), first))
 		}
 		names[r.Name] = i + 1
 		if len(r.Match) == 0 && i < len(cfg.Rules)-1 {
-			errs = append(errs, fmt.Errorf("%s: match: empty, so it takes every alert and the %d rules after it can never match; put it last", at, len(cfg.Rules)-1-i))
+			errs = append(errs, fmt.Errorf("%s: empty, so it takes every alert and the %d rules after it can never match; put it last", at("match"), len(cfg.Rules)-1-i))
 		}
 		r.defaults()
 	}
@@ -182,17 +192,27 @@ func Parse(data []byte, file string) (Config, error) {
 	return cfg, nil
 }
 
-// ruleLines are the lines where each rule of the document begins.
-func ruleLines(doc *yaml.Node) []int {
+// place is where a rule and each of its fields begin in its file.
+type place struct {
+	line   int
+	fields map[string]int
+}
+
+// rulePlaces are the places of the document's rules, in order.
+func rulePlaces(doc *yaml.Node) []place {
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil
 	}
 	m := doc.Content[0]
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == "rules" && m.Content[i+1].Kind == yaml.SequenceNode {
-			var out []int
+			var out []place
 			for _, n := range m.Content[i+1].Content {
-				out = append(out, n.Line)
+				p := place{line: n.Line, fields: map[string]int{}}
+				for j := 0; j+1 < len(n.Content); j += 2 {
+					p.fields[n.Content[j].Value] = n.Content[j].Line
+				}
+				out = append(out, p)
 			}
 			return out
 		}
@@ -200,14 +220,58 @@ func ruleLines(doc *yaml.Node) []int {
 	return nil
 }
 
+// unknownField is the decoder's word for a field the config does not have.
+var unknownField = regexp.MustCompile(`^line (\d+): field (.+) not found in type targets\.(Config|Rule)$`)
+
+// decodeError says the decoder's mistakes each on its own line, as
+// file:line: what, in the config's words rather than the Go types'.
+func decodeError(file string, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	errs := make([]error, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		if m := unknownField.FindStringSubmatch(e); m != nil {
+			where, fields := "a rule", ruleFields()
+			if m[3] == "Config" {
+				where, fields = "the file", "rules"
+			}
+			errs = append(errs, fmt.Errorf("%s:%s: %s: not a field of %s; want one of %s", file, m[1], m[2], where, fields))
+			continue
+		}
+		line, says, ok := strings.Cut(strings.TrimPrefix(e, "line "), ": ")
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: %s", file, e))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s:%s: %s", file, line, says))
+	}
+	return errors.Join(errs...)
+}
+
+// ruleFields lists a rule's fields as the file spells them.
+func ruleFields() string {
+	var names []string
+	for f := range reflect.TypeFor[Rule]().Fields() {
+		if tag := f.Tag.Get("yaml"); tag != "" {
+			names = append(names, tag)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // labelName is a Prometheus label name.
 var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
+// mistake is one thing wrong with a rule: the field it is in, and what.
+type mistake struct{ field, says string }
+
 // check says what is wrong with a rule as written, field by field.
-func (r *Rule) check() []error {
-	var errs []error
+func (r *Rule) check() []mistake {
+	var errs []mistake
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+		errs = append(errs, mistake{field, fmt.Sprintf(format, args...)})
 	}
 	if r.Name == "" {
 		bad("name", "missing: every rule needs one")

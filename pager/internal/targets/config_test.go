@@ -47,18 +47,21 @@ func TestAConfigMapsAlertsToRulesInOrder(t *testing.T) {
 	}
 }
 
-// Every mistake is an error naming the file, the line and the field.
+// Every mistake is an error naming the file, the line and the field: the
+// field's own line where it is written, the rule's where it is not.
 func TestABadConfigSaysWhereAndWhat(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"unknown field", "rules:\n  - name: a\n    jobs: [x]\n    prot: 6060\n", "pager.yml: yaml: unmarshal errors:\n  line 4: field prot not found"},
+		{"unknown field", "rules:\n  - name: a\n    jobs: [x]\n    prot: 6060\n", "pager.yml:4: prot: not a field of a rule; want one of name, match, jobs, static, port, "},
+		{"unknown top field", "rule:\n  - name: a\n", "pager.yml:1: rule: not a field of the file; want one of rules"},
+		{"wrong type", "rules:\n  - name: a\n    jobs: [x]\n\n    port: http\n", "pager.yml:5: cannot unmarshal !!str `http` into int"},
 		{"no process", "rules:\n  - name: a\n    match: {job: x}\n", "pager.yml:2: rule 1 (\"a\"): jobs: neither jobs nor static"},
 		{"unreachable", "rules:\n  - name: all\n    jobs: [x]\n  - name: b\n    match: {a: b}\n    jobs: [y]\n",
 			"pager.yml:2: rule 1 (\"all\"): match: empty, so it takes every alert and the 1 rules after it can never match"},
 		{"both", "rules:\n  - name: a\n    jobs: [x]\n    static: [http://h:1/]\n", "static: and jobs both"},
 		{"bad URL", "rules:\n  - name: a\n    static: [gateway:6060]\n", `static: "gateway:6060": want an http:// or https:// URL`},
-		{"bad port", "rules:\n  - name: a\n    jobs: [x]\n    port: 70000\n", "port: 70000 is no TCP port"},
+		{"bad port", "rules:\n  - name: a\n    jobs: [x]\n    port: 70000\n", "pager.yml:4: rule 1 (\"a\"): port: 70000 is no TCP port"},
 		{"bad label", "rules:\n  - name: a\n    match: {a-b: c}\n    jobs: [x]\n", `match: "a-b" is not a label name`},
-		{"same name", "rules:\n  - {name: a, match: {a: b}, jobs: [x]}\n  - {name: a, jobs: [y]}\n", "name: the name of rule 1 too"},
+		{"same name", "rules:\n  - {name: a, match: {a: b}, jobs: [x]}\n  - {name: a, jobs: [y]}\n", "pager.yml:3: rule 2 (\"a\"): name: the name of rule 1 too"},
 		{"no rules", "rules: []\n", "no rules"},
 		{"empty", "", "empty: want a `rules:` list"},
 		{"two documents", "rules: []\n---\nrules: []\n", "more than one YAML document"},
@@ -69,7 +72,7 @@ func TestABadConfigSaysWhereAndWhat(t *testing.T) {
 		{"unknown kind", "rules:\n  - name: a\n    jobs: [x]\n    profiles: [cpu, trace]\n", `profiles: "trace": want some of block, cpu, goroutine, mutex (the heap is always taken)`},
 		{"heap as a kind", "rules:\n  - name: a\n    jobs: [x]\n    profiles: [heap]\n", `profiles: "heap": want some of`},
 		{"kind twice", "rules:\n  - name: a\n    jobs: [x]\n    profiles: [cpu, cpu]\n", `profiles: "cpu" twice`},
-		{"cpu seconds", "rules:\n  - name: a\n    jobs: [x]\n    cpu_seconds: 600\n", "cpu_seconds: 600: want 1 to 60"},
+		{"cpu seconds", "rules:\n  - name: a\n    jobs: [x]\n    cpu_seconds: 600\n", "pager.yml:4: rule 1 (\"a\"): cpu_seconds: 600: want 1 to 60"},
 	} {
 		_, err := Parse([]byte(tc.yaml), "pager.yml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

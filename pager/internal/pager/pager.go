@@ -72,8 +72,12 @@ func Run(ctx context.Context, cfg Config) error {
 	ev := log.Info()
 	if lc.Targets != nil {
 		ev = ev.Str("targets", lc.Targets.File()).Int("rules", len(lc.Targets.Rules))
+	} else {
+		// The flags' URLs are the processes only without a config: with
+		// one, its rules name them, and the flags' defaults would mislead.
+		ev = ev.Str("profile_url", lc.ProfileURL).Str("trace_url", lc.TraceURL)
 	}
-	ev.Str("data", cfg.Data).Int("incidents", st.Len()).Str("profile_url", lc.ProfileURL).Str("trace_url", lc.TraceURL).
+	ev.Str("data", cfg.Data).Int("incidents", st.Len()).
 		Dur("profile_window", lc.ProfileWindow).Int("profile_concurrency", lc.MaxFetches).
 		Str("prometheus_url", cfg.PrometheusURL).Strs("alertmanagers", lc.Alertmanagers).
 		Int("delta_seconds", cfg.Deltas.Seconds).Dur("delta_every", cfg.Deltas.Every).Msg("starting")

@@ -51,7 +51,7 @@ func TestTheIncidentPageSplitsTheSlowRequestsTime(t *testing.T) {
 	// A page with no snapshot says why.
 	other := u.burnPage(fp2, start, false)
 	u.profile(other, "other.pb.gz", pproftoptest.HeapProfile(t), false)
-	if page := u.get("/incidents/"+other, 200); !strings.Contains(page, "runs without <code>-trace-url</code>") {
+	if page := u.get("/incidents/"+other, 200); !strings.Contains(page, "the pager runs without <code>-trace-url</code>") {
 		t.Error("a page without a snapshot does not say why")
 	}
 }

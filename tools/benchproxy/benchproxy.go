@@ -257,16 +257,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Rows, rep.Rounds = rows, cfg.Rounds
 	if cfg.LatencyStreams > 0 {
 		rep.LatencyPace = cfg.LatencyPaceMS
-		for _, t := range targets {
-			l, err := streamTimes(ctx, client, t, cfg.LatencyStreams, cfg.LatencyEvents, rep.LatencyPace)
-			if err != nil {
-				// The rows measured so far are the run's too.
-				rep.Elapsed = time.Since(rep.Started).Round(time.Second).String()
-				return rep, err
-			}
-			say("%-16s first event p50 %s µs, gap p50 %s µs", t.name, num(l.FirstP50Us), num(l.GapP50Us))
-			rep.Latency = append(rep.Latency, l)
+		lat, err := streamTimes(ctx, client, targets, cfg.LatencyStreams, cfg.LatencyEvents, rep.LatencyPace)
+		if err != nil {
+			// The rows measured so far are the run's too.
+			rep.Elapsed = time.Since(rep.Started).Round(time.Second).String()
+			return rep, err
 		}
+		for _, l := range lat {
+			say("%-16s first event p50 %s µs, gap p50 %s µs", l.Target, num(l.FirstP50Us), num(l.GapP50Us))
+		}
+		rep.Latency = lat
 	}
 	if cfg.MemStreams > 0 {
 		rep.MemPace = memPaceMS

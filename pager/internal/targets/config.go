@@ -155,6 +155,19 @@ func Parse(data []byte, file string) (Config, error) {
 	}
 	places := rulePlaces(&doc)
 	var errs []error
+	// The decoder drops an empty item of the list (`- ` or `- ~`) from
+	// the rules, so the places that follow it would be the wrong rule's:
+	// it is refused, and the places are the rules' own.
+	kept := places[:0]
+	for i, p := range places {
+		if p.empty {
+			errs = append(errs, fmt.Errorf("%s:%d: rule %d: empty; want a rule's fields, or no item", file, p.line, i+1))
+			continue
+		}
+		p.item = i + 1
+		kept = append(kept, p)
+	}
+	places = kept
 	if len(cfg.Rules) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no rules: want at least one under `rules:`", file))
 	}
@@ -162,8 +175,9 @@ func Parse(data []byte, file string) (Config, error) {
 	for i := range cfg.Rules {
 		r := &cfg.Rules[i]
 		var fields map[string]int
+		item := i + 1
 		if i < len(places) {
-			r.line, fields = places[i].line, places[i].fields
+			r.line, fields, item = places[i].line, places[i].fields, places[i].item
 		}
 		// Each mistake is told at its field's line, or at the rule's
 		// when the field is not written (a missing name, no jobs).
@@ -172,7 +186,7 @@ func Parse(data []byte, file string) (Config, error) {
 			if !ok {
 				line = r.line
 			}
-			return fmt.Sprintf("%s:%d: rule %d (%q): %s", file, line, i+1, r.Name, field)
+			return fmt.Sprintf("%s:%d: rule %d (%q): %s", file, line, item, r.Name, field)
 		}
 		for _, m := range r.check() {
 			errs = append(errs, fmt.Errorf("%s: %s", at(m.field), m.says))
@@ -180,7 +194,7 @@ func Parse(data []byte, file string) (Config, error) {
 		if first, ok := names[r.Name]; ok && r.Name != "" {
 			errs = append(errs, fmt.Errorf("%s: the name of rule %d too; want names of their own", at("name"), first))
 		}
-		names[r.Name] = i + 1
+		names[r.Name] = item
 		if len(r.Match) == 0 && i < len(cfg.Rules)-1 {
 			errs = append(errs, fmt.Errorf("%s: empty, so it takes every alert and the %d rules after it can never match; put it last", at("match"), len(cfg.Rules)-1-i))
 		}
@@ -196,6 +210,8 @@ func Parse(data []byte, file string) (Config, error) {
 type place struct {
 	line   int
 	fields map[string]int
+	empty  bool // a null item, which the decoder leaves out of the rules
+	item   int  // its place in the list, counting such items too
 }
 
 // rulePlaces are the places of the document's rules, in order.
@@ -208,7 +224,7 @@ func rulePlaces(doc *yaml.Node) []place {
 		if m.Content[i].Value == "rules" && m.Content[i+1].Kind == yaml.SequenceNode {
 			var out []place
 			for _, n := range m.Content[i+1].Content {
-				p := place{line: n.Line, fields: map[string]int{}}
+				p := place{line: n.Line, fields: map[string]int{}, empty: n.Kind == yaml.ScalarNode && n.Tag == "!!null"}
 				for j := 0; j+1 < len(n.Content); j += 2 {
 					p.fields[n.Content[j].Value] = n.Content[j].Line
 				}
@@ -221,7 +237,7 @@ func rulePlaces(doc *yaml.Node) []place {
 }
 
 // unknownField is the decoder's word for a field the config does not have.
-var unknownField = regexp.MustCompile(`^line (\d+): field (.+) not found in type targets\.(Config|Rule)$`)
+var unknownField = regexp.MustCompile(`(?s)^line (\d+): field (.*) not found in type targets\.(Config|Rule)$`)
 
 // decodeError says the decoder's mistakes each on its own line, as
 // file:line: what, in the config's words rather than the Go types'.

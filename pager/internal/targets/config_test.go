@@ -53,6 +53,9 @@ func TestABadConfigSaysWhereAndWhat(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"unknown field", "rules:\n  - name: a\n    jobs: [x]\n    prot: 6060\n", "pager.yml:4: prot: not a field of a rule; want one of name, match, jobs, static, port, "},
 		{"unknown top field", "rule:\n  - name: a\n", "pager.yml:1: rule: not a field of the file; want one of rules"},
+		{"empty rule", "rules:\n  - ~\n  - name: a\n    jobs: [x]\n    port: 70000\n", "pager.yml:2: rule 1: empty"},
+		{"after an empty rule", "rules:\n  -\n  - name: a\n    jobs: [x]\n    port: 70000\n", "pager.yml:5: rule 2 (\"a\"): port: 70000"},
+		{"empty field name", "rules:\n  - name: a\n    jobs: [x]\n    \"\": 1\n", "pager.yml:4: : not a field of a rule"},
 		{"wrong type", "rules:\n  - name: a\n    jobs: [x]\n\n    port: http\n", "pager.yml:5: cannot unmarshal !!str `http` into int"},
 		{"no process", "rules:\n  - name: a\n    match: {job: x}\n", "pager.yml:2: rule 1 (\"a\"): jobs: neither jobs nor static"},
 		{"unreachable", "rules:\n  - name: all\n    jobs: [x]\n  - name: b\n    match: {a: b}\n    jobs: [y]\n",

@@ -110,7 +110,7 @@ func writeLatency(w io.Writer, r *Report) error {
 		}
 	}
 	l0 := r.Latency[0]
-	fmt.Fprintf(w, "\nfirst event and gaps between events at the client: %d streams of %d events each, one at a time, the targets taking turns (each turn a stream uncounted, then one counted), the upstream sending an event every %d ms;\n"+
+	fmt.Fprintf(w, "\nfirst event and gaps between events at the client: %d streams of %d events each, one at a time, the targets taking turns (each turn a stream uncounted, then one counted; the first turn uncounted), the upstream sending an event every %d ms;\n"+
 		"first: request sent to first whole event read; +direct: the figure less direct's; +RP: less the ReverseProxy's\n\n", l0.Streams, l0.Events, r.LatencyPace)
 	diff := func(v, b float64, ok bool) string {
 		if !ok {

@@ -271,15 +271,12 @@ func (s *Scanner) sameShape(payload []byte) bool {
 	}
 	escaped := false
 	// Most tokens are plain ASCII: no byte of theirs needs a closer look.
-	for _, c := range payload[start+1 : end-1] {
-		if special[c] {
-			e, esc, err := stringEndChecked(payload, start)
-			if err != nil || e != end {
-				return false
-			}
-			escaped = esc
-			break
+	if !Plain(payload[start+1 : end-1]) {
+		e, esc, err := stringEndChecked(payload, start)
+		if err != nil || e != end {
+			return false
 		}
+		escaped = esc
 	}
 	s.spans[0].End, s.spans[0].Escaped = end, escaped
 	return true
@@ -657,6 +654,18 @@ var special = func() (t [256]bool) {
 	t['"'], t['\\'] = true, true
 	return t
 }()
+
+// Plain reports whether b, put between quotes, is a JSON string that
+// needs no closer look: no control character, quote, backslash or byte of
+// a multi-byte character, so no escape to decode and no UTF-8 to check.
+func Plain(b []byte) bool {
+	for _, c := range b {
+		if special[c] {
+			return false
+		}
+	}
+	return true
+}
 
 // stringEnd returns the index just past the closing quote of the string
 // that opens at b[i], and whether it holds a backslash escape.

@@ -174,3 +174,33 @@ func FuzzDecoder(f *testing.F) {
 		}
 	})
 }
+
+// Ahead offers the buffered bytes only between blocks, never inside one
+// whose type or id is read, nor after a CR whose LF may follow; what Skip
+// takes, Next does not return again.
+func TestAheadIsOfferedOnlyBetweenBlocks(t *testing.T) {
+	d := NewDecoder(NewReader(strings.NewReader("event: x\n: c\ndata: 1\n\ndata: 2\n\ndata: 3\r\r"), 64, 64), 64, nil)
+	if b, _ := d.Ahead(); b != nil {
+		t.Errorf("Ahead before the stream is read: %q", b)
+	}
+	if ev, _ := d.Next(); !ev.Comment {
+		t.Fatalf("want the comment first, got %+v", ev)
+	}
+	if b, _ := d.Ahead(); b != nil {
+		t.Errorf("Ahead inside a block with a type: %q", b)
+	}
+	if ev, _ := d.Next(); string(ev.Data) != "1" || string(ev.Type) != "x" {
+		t.Fatalf("want data 1 of type x, got %+v", ev)
+	}
+	b, max := d.Ahead()
+	if string(b) != "data: 2\n\ndata: 3\r\r" || max != 64 {
+		t.Fatalf("Ahead between blocks: %q %d", b, max)
+	}
+	d.Skip(len("data: 2\n\n"))
+	if ev, _ := d.Next(); string(ev.Data) != "3" || len(ev.Type) != 0 {
+		t.Fatalf("after Skip, want data 3 of no type, got %+v", ev)
+	}
+	if b, _ := d.Ahead(); b != nil {
+		t.Errorf("Ahead after a CR whose LF may follow: %q", b)
+	}
+}

@@ -198,6 +198,22 @@ func (r *Reader) check(line []byte) ([]byte, error) {
 // tooLong is out of line, so ReadLine is small enough to inline.
 func (r *Reader) tooLong() error { return fmt.Errorf("%w: over %d bytes", ErrLineTooLong, r.max) }
 
+// ahead returns what is buffered past the last line taken, when it starts
+// a line: not after a CR whose LF may follow, nor before the byte order
+// mark is decided.
+func (r *Reader) ahead() []byte {
+	if r.cr || !r.bomChecked {
+		return nil
+	}
+	return r.buf[r.r:r.w]
+}
+
+// skip takes n bytes of ahead, which end with an LF.
+func (r *Reader) skip(n int) {
+	r.r += n
+	r.next = 0
+}
+
 // SkipEmpty consumes the next line if it is empty and already buffered, and
 // reports whether it did: the blank line that ends every event is taken
 // without a ReadLine of its own, nor a search.

@@ -60,6 +60,11 @@ type tokenShape struct {
 	gen    uint64
 	stream int
 	head   []byte
+	// tail is the line after the text's closing quote, and served says
+	// the last event was this shape's, forwarded by commonToken: the run
+	// of such events after it may go by tokens.
+	tail   []byte
+	served bool
 }
 
 // decoded is a span of the current chunk made ready to redact: its stream,
@@ -142,10 +147,16 @@ func (s *stream) redactions() [redact.NumKinds]int {
 // what the client decodes is what the gateway redacted and counted.
 func (s *stream) forward(dec *sse.Decoder, out *flusher) error {
 	for {
+		if s.fast.served && !s.generalOnly {
+			if err := s.tokens(dec, out); err != nil {
+				return err
+			}
+		}
 		ev, err := dec.Next()
 		if err != nil {
 			return err
 		}
+		s.fast.served = false
 		if s.read++; s.read > s.lim.Events {
 			return eventsLimit(s.lim.Events)
 		}
@@ -535,7 +546,14 @@ func (s *stream) appendUnescaped(out, head, text []byte, t *textStream, finished
 // back, unless the template already is a chunk of the same shape, whose
 // bytes around the text are the same.
 func (s *stream) keepTemplate(t *textStream, payload []byte) {
-	if gen, hit := s.scanner.Shape(); t.red.Pending() && !(hit && t.tmplGen == gen) {
+	gen, hit := s.scanner.Shape()
+	s.keepShape(t, payload, gen, hit)
+}
+
+// keepShape is keepTemplate for a payload the scanner numbered gen, in a
+// shape it had walked before when hit.
+func (s *stream) keepShape(t *textStream, payload []byte, gen uint64, hit bool) {
+	if t.red.Pending() && !(hit && t.tmplGen == gen) {
 		grown := cap(t.tmpl)
 		t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
 		if s.held += cap(t.tmpl) - grown; s.held > s.lim.Held {
@@ -572,7 +590,9 @@ func (s *stream) commonToken(out *flusher, ev *sse.Event, payload []byte, spans 
 		}
 		s.fast.stream, s.fast.gen = i, gen
 		s.fast.head = append(append(s.fast.head[:0], dataPrefix...), payload[:sp.Start+1]...)
+		s.fast.tail = append(s.fast.tail[:0], payload[sp.End:]...)
 	}
+	s.fast.served = true
 	t := s.texts[s.fast.stream]
 	s.fields(out, ev)
 	from := len(out.buf)
@@ -581,6 +601,57 @@ func (s *stream) commonToken(out *flusher, ev *sse.Event, payload []byte, spans 
 	s.keepTemplate(t, payload)
 	s.emit(out, from)
 	return true
+}
+
+// tokens forwards the run of common tokens the reader holds after one that
+// commonToken forwarded, straight from the reader's buffer: each is a line
+// of the last one's shape (its head, then a plain text, then its tail),
+// and its blank line. It forwards each as forward and commonToken would,
+// without the decoder, the scanner or the general path's checks, whose
+// answer for such a line is known: the same shape, one text without
+// escapes, no finish reason, no other string to redact. It stops at the
+// first line that is not such a token, or not whole in the buffer, and
+// leaves it to Next; an error is one that ends the stream.
+//
+// FuzzRewriter holds its streams to the general path's, as commonToken's.
+func (s *stream) tokens(dec *sse.Decoder, out *flusher) error {
+	b, maxLine := dec.Ahead()
+	head, tail := s.fast.head, s.fast.tail
+	t := s.texts[s.fast.stream]
+	taken := 0
+	defer func() { dec.Skip(taken) }()
+	for s.read < s.lim.Events {
+		rest := b[taken:]
+		n := bytes.IndexByte(rest, '\n')
+		if n < 0 || n+1 == len(rest) || rest[n+1] != '\n' || n > maxLine {
+			return nil
+		}
+		line := rest[:n]
+		end := len(line) - len(tail) - 1 // the text's closing quote
+		if end < len(head) || line[end] != '"' || !bytes.HasPrefix(line, head) || !bytes.Equal(line[end+1:], tail) {
+			return nil
+		}
+		text := line[len(head):end]
+		if !chunk.Plain(text) {
+			return nil
+		}
+		taken += n + 2
+		s.read++
+		from := len(out.buf)
+		out.buf = append(s.appendUnescaped(out.buf, head, text, t, false), tail...)
+		s.keepShape(t, line[len(dataPrefix):], s.fast.gen, true)
+		s.emit(out, from)
+		out.end()
+		switch {
+		case out.err != nil:
+			return out.err
+		case s.over != nil:
+			return s.over
+		case !s.acct.settle():
+			return errQuotaSpent
+		}
+	}
+	return nil
 }
 
 // flushTail releases every stream's held tail, at the end of the stream.

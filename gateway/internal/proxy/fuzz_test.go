@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -28,6 +30,9 @@ func FuzzRewriter(f *testing.F) {
 	f.Add("card 4111 1111 |1111 1111|key sk-abcdefghij|klmnopqrstuvwxyz", uint64(0x9c), `{"created":1733011200}`)
 	f.Add("bob@exa|mple.org|al|ice@example.com", uint64(0xe4), `{"a\"content":"x","choices":[{"delta":{"content":"y@z.io"}}]}`)
 	f.Add(`{"to":"carol@exam|ple.com"}`, uint64(0x3f3f), `{not json, mail bob@example.com}`)
+	// A run of tokens whose first holds nothing back and whose last
+	// does: the held tail is released in the shape tokens kept.
+	f.Add("Hi |there |bob", uint64(0), "")
 	fields := []string{"content", "refusal", "reasoning_content", "arguments"}
 	f.Fuzz(func(t *testing.T, texts string, layout uint64, raw string) {
 		if raw != "" && !strings.ContainsAny(raw, "\r\n") {
@@ -65,9 +70,15 @@ func FuzzRewriter(f *testing.F) {
 		}
 		got := map[chunk.Key]string{}
 		var sc chunk.Scanner
-		fast := rewriteAll(t, payloads...)
-		if general := rewriteAllBy(t, true, payloads...); general.body != fast.body || general.transcript != fast.transcript || general.tokens != fast.tokens {
-			t.Fatalf("the fast path's stream differs from the general path's:\nfast:    %q %q %d\ngeneral: %q %q %d", fast.body, fast.transcript, fast.tokens, general.body, general.transcript, general.tokens)
+		// The whole stream in one read, so runs of tokens go by tokens,
+		// and in reads that end anywhere, so a run also stops at a line
+		// cut short as well as at one of another shape.
+		var fast forwarded
+		for _, read := range []int{64 << 10, 1 + int(layout%251)} {
+			fast = rewriteAllBy(t, false, read, payloads...)
+			if general := rewriteAllBy(t, true, read, payloads...); general.body != fast.body || general.transcript != fast.transcript || general.tokens != fast.tokens {
+				t.Fatalf("reads of %d bytes: the fast path's stream differs from the general path's:\nfast:    %q %q %d\ngeneral: %q %q %d", read, fast.body, fast.transcript, fast.tokens, general.body, general.transcript, general.tokens)
+			}
 		}
 		for _, line := range fast.lines {
 			payload := strings.TrimPrefix(line, "data: ")
@@ -109,22 +120,34 @@ type forwarded struct {
 
 // rewriteAll forwards payloads as one stream, as the gateway does.
 func rewriteAll(t *testing.T, payloads ...string) forwarded {
-	return rewriteAllBy(t, false, payloads...)
+	return rewriteAllBy(t, false, 64<<10, payloads...)
 }
 
-// rewriteAllBy forwards payloads as one stream, every chunk by the general
-// path when generalOnly is set.
-func rewriteAllBy(t *testing.T, generalOnly bool, payloads ...string) forwarded {
+// rewriteAllBy forwards payloads as one stream, each the data line of an
+// event, through the per-event loop (forward), the upstream's reads
+// bringing at most read bytes each; every chunk by the general path when
+// generalOnly is set.
+func rewriteAllBy(t *testing.T, generalOnly bool, read int, payloads ...string) forwarded {
+	var body strings.Builder
+	for _, p := range payloads {
+		body.WriteString("data: " + p + "\n\n")
+	}
+	f, _ := forwardBody(t, generalOnly, read, body.String(), Limits{}.withDefaults(), 1<<20)
+	return f
+}
+
+// forwardBody forwards an upstream's body, its reads bringing at most read
+// bytes each, as forward does under lim with lines of at most maxLine
+// bytes, and returns what it forwarded and the error that ended it (io.EOF
+// for the body's end without [DONE]).
+func forwardBody(t *testing.T, generalOnly bool, read int, body string, lim Limits, maxLine int) (forwarded, error) {
 	tr := transcript.NewFixed(nil)
-	s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults(), tr: tr, choices: MaxChoices, generalOnly: generalOnly}
+	s := &stream{acct: accounting{start: time.Now()}, lim: lim, tr: tr, choices: MaxChoices, generalOnly: generalOnly}
 	rec := httptest.NewRecorder()
 	out := newFlusher(rec, time.Second)
-	for _, p := range payloads {
-		if err := s.dataEvent(out, &sse.Event{Data: []byte(p), HasData: true}); err != nil {
-			break // the stream ends there, as forward ends it
-		}
-		out.line(nil)
-	}
+	up := &shortReads{r: strings.NewReader(body), n: read}
+	dec := sse.NewDecoder(sse.NewReader(up, 64<<10, maxLine), maxLine, out.flush)
+	err := s.forward(dec, out) // the stream ends at its end or at its first error
 	s.flushTail(out)
 	if err := out.flush(); err != nil {
 		t.Fatal(err)
@@ -135,5 +158,63 @@ func rewriteAllBy(t *testing.T, generalOnly bool, payloads ...string) forwarded 
 			f.lines = append(f.lines, line)
 		}
 	}
-	return f
+	return f, err
+}
+
+// shortReads brings at most n bytes a read.
+type shortReads struct {
+	r io.Reader
+	n int
+}
+
+func (s *shortReads) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), s.n)]) }
+
+// A run of tokens (stream.tokens) ends where the next line is no token of
+// the run's shape, or where Next would end the stream, and what it
+// forwarded is what the general path forwards: the same bytes, transcript,
+// tokens and ending error.
+func TestTokensStopWhereTheGeneralPathWould(t *testing.T) {
+	tok := func(text string) string {
+		return `data: {"id":"c1","choices":[{"index":0,"delta":{"content":"` + text + `"},"finish_reason":null}]}` + "\n\n"
+	}
+	run := tok(" a") + tok(" b") + tok(" c")
+	long := `data: {"id":"c1","choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", 300) + `"},"finish_reason":null}]}` + "\n\n"
+	lim := Limits{}.withDefaults()
+	few := lim
+	few.Events = 4
+	for _, c := range []struct {
+		name, body string
+		lim        Limits
+		want, end  string // in the forwarded body; in the error that ended it
+	}{
+		{"a comment between tokens", run + ": ping\n\n" + run, lim, "\n:\n", "EOF"},
+		{"a type before a token", run + "event: note\n" + tok(" d") + run, lim, "event: note\ndata:", "EOF"},
+		{"an id before a token", run + "id: 7\n" + tok(" d") + run, lim, "id: 7\ndata:", "EOF"},
+		{"a token of two lines", run + "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\n" + "data: \"delta\":{\"content\":\" d\"},\"finish_reason\":null}]}\n\n" + run, lim, `"index":0, "delta"`, "EOF"},
+		{"CRLF line ends", run + strings.ReplaceAll(run, "\n", "\r\n"), lim, "", "EOF"},
+		{"a lone CR", run + strings.ReplaceAll(tok(" d"), "\n", "\r") + run, lim, "", "EOF"},
+		{"an escape", run + tok(`\"q\"`) + run, lim, `\"q\"`, "EOF"},
+		{"a character past ASCII", run + tok(" é") + run, lim, "é", "EOF"},
+		{"a finish reason", run + strings.Replace(tok(""), "null", `"stop"`, 1) + run, lim, `"stop"`, "EOF"},
+		{"another choice", run + strings.Replace(tok(" d"), `"index":0`, `"index":1`, 1) + run, lim, `"index":1`, "EOF"},
+		{"PII across tokens", run + tok(" bob@exa") + tok("mple.com") + run, lim, "[REDACTED:EMAIL]", "EOF"},
+		{"an id after a token's data", run + strings.Replace(tok(" d"), "\n\n", "\nid: 7\n\n", 1) + run, lim, "id: 7\n", "EOF"},
+		{"an unclosed string", run + strings.Replace(tok(" d"), `" d"}`, `" d}`, 1) + run, lim, `" d}`, "EOF"},
+		{"the events limit", run + run, few, "", "4 events"},
+		{"a line over the limit", run + long + run, lim, "", "line too long"},
+		{"[DONE] after a run", run + "data: [DONE]\n\n" + run, lim, "data: [DONE]\n", "<nil>"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, read := range []int{64 << 10, 37, 1} {
+				fast, ferr := forwardBody(t, false, read, c.body, c.lim, 256)
+				general, gerr := forwardBody(t, true, read, c.body, c.lim, 256)
+				if fast.body != general.body || fast.transcript != general.transcript || fast.tokens != general.tokens || fmt.Sprint(ferr) != fmt.Sprint(gerr) {
+					t.Fatalf("reads of %d: fast %q %q %d (%v)\ngeneral %q %q %d (%v)", read, fast.body, fast.transcript, fast.tokens, ferr, general.body, general.transcript, general.tokens, gerr)
+				}
+				if !strings.Contains(fast.body, c.want) || !strings.Contains(fmt.Sprint(ferr), c.end) {
+					t.Fatalf("reads of %d: %q (%v) holds no %q, or ended otherwise than %q", read, fast.body, ferr, c.want, c.end)
+				}
+			}
+		})
+	}
 }

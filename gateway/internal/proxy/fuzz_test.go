@@ -169,6 +169,29 @@ type shortReads struct {
 
 func (s *shortReads) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), s.n)]) }
 
+// FuzzForwardBody forwards any upstream body both ways, in reads of any
+// size and with a short line limit: the client's bytes, the transcript,
+// the tokens and the error that ends the stream are the general path's.
+func FuzzForwardBody(f *testing.F) {
+	tok := func(text string) string {
+		return `data: {"id":"c1","choices":[{"index":0,"delta":{"content":"` + text + `"},"finish_reason":null}]}` + "\n\n"
+	}
+	f.Add(tok(" a")+tok(" b")+": x\n\n"+tok(" c@")+tok("d.io")+"data: [DONE]\n\n", uint8(0))
+	f.Add(tok(" a")+"event: e\r\n"+tok(" b")+tok(" c\\n")+tok(" d"), uint8(7))
+	f.Add(tok(" a")+tok(" b")+strings.Replace(tok(" c"), "\n\n", "\nid: 7\n\n", 1)+tok(`\"`)+tok(" é"), uint8(255))
+	f.Add("\xEF\xBB\xBF"+tok(" a")+tok(" b")+"id: 1\r"+tok(" c")+tok(" 4111 1111")+tok(" 1111 1111"), uint8(200))
+	f.Fuzz(func(t *testing.T, body string, read uint8) {
+		lim := Limits{}.withDefaults()
+		lim.Events = 50
+		n := 1 + int(read)*int(read) // 1 to 65,026 bytes, most of them short
+		fast, ferr := forwardBody(t, false, n, body, lim, 160)
+		general, gerr := forwardBody(t, true, n, body, lim, 160)
+		if fast.body != general.body || fast.transcript != general.transcript || fast.tokens != general.tokens || fmt.Sprint(ferr) != fmt.Sprint(gerr) {
+			t.Fatalf("reads of %d: fast %q %q %d (%v)\ngeneral %q %q %d (%v)", n, fast.body, fast.transcript, fast.tokens, ferr, general.body, general.transcript, general.tokens, gerr)
+		}
+	})
+}
+
 // A run of tokens (stream.tokens) ends where the next line is no token of
 // the run's shape, or where Next would end the stream, and what it
 // forwarded is what the general path forwards: the same bytes, transcript,

@@ -127,9 +127,9 @@ func (d *Decoder) Next() (*Event, error) {
 // Ahead returns the bytes read past the last line taken, when the decoder
 // is between blocks, so that what they start is a new block, and the
 // longest line the reader takes; else nil. A caller that finds whole
-// events in them, each a line "data: " and its blank line, both ending in
-// LF, and none longer than maxLine, may take them with Skip instead of
-// Next: Next would return each as a data event of its own.
+// events in them, each a line "data: " holding no CR and its blank line,
+// both ending in LF, and none longer than maxLine, may take them with Skip
+// instead of Next: Next would return each as a data event of its own.
 func (d *Decoder) Ahead() (b []byte, maxLine int) {
 	if !d.ended && (d.lines > 0 || len(d.ev.Type) > 0 || d.ev.HasID) {
 		return nil, 0

@@ -15,7 +15,9 @@ import (
 //
 // The buffer is a plain slice the forwarding loop builds its lines in,
 // then ends them (end), so a rewritten line is made where it is sent
-// from, not made elsewhere and copied.
+// from, not made elsewhere and copied. A stream holds it only while it has
+// lines to send: each flush gives it back to the pool, and the next event
+// takes one (take), so a stream that waits on its upstream holds none.
 type flusher struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
@@ -25,8 +27,11 @@ type flusher struct {
 }
 
 // writeAt is how much a burst buffers before it is written without waiting
-// for the flush: the write size of a long burst.
-const writeAt = 32 << 10
+// for the flush: the write size of a long burst. Each write costs a syscall
+// or two and wakes the client, whatever its size, so a long burst is
+// written in large pieces; a buffer is held only while a burst lasts
+// (take), so its size is not every waiting stream's.
+const writeAt = 64 << 10
 
 // bufferSize leaves room for the line that crosses writeAt.
 const bufferSize = writeAt + 4<<10
@@ -36,8 +41,24 @@ const bufferSize = writeAt + 4<<10
 var writeBuffers = sync.Pool{New: func() any { return new([bufferSize]byte) }}
 
 func newFlusher(w http.ResponseWriter, timeout time.Duration) *flusher {
-	buf := writeBuffers.Get().(*[bufferSize]byte)
-	return &flusher{w: w, rc: http.NewResponseController(w), buf: buf[:0], timeout: timeout}
+	return &flusher{w: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+// take readies the buffer for the lines of an event: the forwarding loop
+// calls it before each. Lines appended without it (the end of a stream
+// that failed) still go out, in a buffer of their own.
+func (f *flusher) take() {
+	if f.buf == nil {
+		f.buf = writeBuffers.Get().(*[bufferSize]byte)[:0]
+	}
+}
+
+// release gives an empty buffer back to the pool.
+func (f *flusher) release() {
+	if cap(f.buf) == bufferSize {
+		writeBuffers.Put((*[bufferSize]byte)(f.buf[:bufferSize]))
+	}
+	f.buf = nil
 }
 
 // line buffers b and a newline; the first error sticks and is reported by
@@ -84,10 +105,7 @@ func (f *flusher) send() {
 // can only fail on a connection already gone, with no one left to tell.
 func (f *flusher) done() {
 	_ = f.rc.SetWriteDeadline(time.Time{})
-	if cap(f.buf) == bufferSize {
-		writeBuffers.Put((*[bufferSize]byte)(f.buf[:bufferSize]))
-	}
-	f.buf = nil
+	f.release()
 }
 
 // deadline gives the client the timeout from now to take what follows.
@@ -97,9 +115,11 @@ func (f *flusher) deadline() {
 	}
 }
 
-// flush sends what is buffered. A client that takes no bytes for the
-// timeout is given up, so a stalled reader cannot hold a stream open.
+// flush sends what is buffered, and gives the buffer back until the next
+// event (take). A client that takes no bytes for the timeout is given up,
+// so a stalled reader cannot hold a stream open.
 func (f *flusher) flush() error {
+	defer f.release()
 	if f.err != nil {
 		return f.err
 	}

@@ -156,6 +156,7 @@ func (s *stream) forward(dec *sse.Decoder, out *flusher) error {
 		if err != nil {
 			return err
 		}
+		out.take() // Next flushed, and gave the buffer back, if it waited
 		s.fast.served = false
 		if s.read++; s.read > s.lim.Events {
 			return eventsLimit(s.lim.Events)

@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +192,68 @@ func TestNegativeLimitsAreRefused(t *testing.T) {
 		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "must not be negative") {
 			t.Errorf("%+v: %v, want a refusal", lim, err)
 		}
+	}
+}
+
+// A stream that waits on its upstream holds no write buffer: what it
+// built is flushed, and the buffer goes back to the pool, before every
+// read that may block. Nothing is lost on the way: the client gets every
+// event.
+func TestAWaitingStreamHoldsNoWriteBuffer(t *testing.T) {
+	body := string(renderStream(300))
+	rec := httptest.NewRecorder()
+	out := newFlusher(rec, time.Second)
+	s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults()}
+	s.begin(transcript.NewFixed(nil), 1)
+	reads, holding := 0, 0
+	up := readFunc(func(p []byte) (int, error) {
+		if reads++; out.buf != nil {
+			holding++
+		}
+		return strings.NewReader(body[min(len(body), (reads-1)*100):]).Read(p[:min(len(p), 100)])
+	})
+	dec := sse.NewDecoder(sse.NewReader(up, 64<<10, 1<<20), 1<<20, out.flush)
+	if err := s.forward(dec, out); err != nil {
+		t.Fatal(err)
+	}
+	if holding > 0 {
+		t.Errorf("the stream held its write buffer during %d of its %d reads", holding, reads)
+	}
+	// 300 chunks, the tail the redactor held at the end, and [DONE].
+	if got := rec.Body.String(); strings.Count(got, "data: ") != 302 || !strings.HasSuffix(got, "data: [DONE]\n\n") {
+		t.Errorf("the client got %d events, want 302, the last [DONE]:\n%s", strings.Count(got, "data: "), got)
+	}
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
+// An ordinary stream allocates about as much at 10,000 events as at 1,000,
+// read 4 KiB at a time: its buffers come from pools and are reused from
+// read to read, and only the transcript's list of blocks grows (doubling).
+func TestAllocationsDoNotGrowWithTheStream(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a GC would empty the pools
+	var pool transcript.Pool                         // the gateway's, one per process
+	allocs := func(events int) float64 {
+		body := renderStream(events)
+		return testing.AllocsPerRun(5, func() {
+			s := &stream{acct: accounting{start: time.Now()}, lim: Limits{}.withDefaults()}
+			tr := transcript.NewFixed(&pool)
+			s.begin(tr, 1)
+			out := newFlusher(&discard{h: http.Header{}}, time.Second)
+			up := &shortReads{r: bytes.NewReader(body), n: 4 << 10}
+			dec := sse.NewDecoder(sse.NewReader(up, 64<<10, 1<<20), 1<<20, out.flush)
+			if err := s.forward(dec, out); err != nil {
+				t.Fatal(err)
+			}
+			out.done()
+			tr.Release()
+		})
+	}
+	short, long := allocs(1000), allocs(10000)
+	t.Logf("allocations per stream: %.0f at 1,000 events, %.0f at 10,000", short, long)
+	if long > short+8 {
+		t.Errorf("a stream of 10,000 events allocates %.0f times, one of 1,000 %.0f: something allocates per event or per read", long, short)
 	}
 }

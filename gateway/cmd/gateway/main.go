@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	upTimeout := fs.Duration("upstream-timeout", 10*time.Second, "wait this long for the upstream's answer from the request on (its headers, and an error body it quotes), then answer 504")
 	idle := fs.Duration("upstream-idle-timeout", 30*time.Second, "end a stream when a read of its upstream waits this long (time spent writing to a slow client is not counted)")
 	readTimeout := fs.Duration("read-timeout", service.DefaultReadTimeout, "a request's headers and body must arrive within this long (then 408)")
-	clientWrite := fs.Duration("client-write-timeout", 30*time.Second, "give up a stream whose client does not take a flush (up to 32 KiB) within this long")
+	clientWrite := fs.Duration("client-write-timeout", 30*time.Second, "give up a stream whose client does not take a flush (up to 64 KiB) within this long")
 	sendBuffer := fs.Int("client-send-buffer", 128<<10, "kernel send buffer per client connection in bytes, so a slow reader meets the write timeout instead of a 4 MiB buffer (0: kernel autotuning)")
 	grace := fs.Duration("drain-grace", 5*time.Second, "on SIGTERM, answer /readyz 503 but keep accepting for this long, so load balancers stop sending first")
 	drain := fs.Duration("drain-timeout", 60*time.Second, "then close the listeners and let in-flight streams finish for this long")

@@ -21,6 +21,9 @@ type stream struct {
 	acct      accounting
 	tr        transcript.Transcript
 	lim       Limits
+	// fixed is tr when it is the fixed build's, which keeps a fast-path
+	// line's shape once (AppendSplit); nil for the baseline's.
+	fixed *transcript.Fixed
 	// What the stream has cost against lim: events read from the
 	// upstream, bytes offered to the transcript (and whether some were
 	// left out), bytes its text streams hold between events; over is the
@@ -79,6 +82,7 @@ type decoded struct {
 // for the given number of choices.
 func (s *stream) begin(tr transcript.Transcript, choices int) {
 	s.tr, s.choices = tr, choices
+	s.fixed, _ = tr.(*transcript.Fixed)
 	s.text, s.red = make([]byte, 0, 256), make([]byte, 0, 256)
 }
 
@@ -600,7 +604,7 @@ func (s *stream) commonToken(out *flusher, ev *sse.Event, payload []byte, spans 
 	line := s.appendUnescaped(out.buf, s.fast.head, payload[sp.Start+1:sp.End-1], t, false)
 	out.buf = append(line, payload[sp.End:]...)
 	s.keepTemplate(t, payload)
-	s.emit(out, from)
+	s.emitSplit(out, from, len(s.fast.head), len(payload)-sp.End+1)
 	return true
 }
 
@@ -641,7 +645,7 @@ func (s *stream) tokens(dec *sse.Decoder, out *flusher) error {
 		from := len(out.buf)
 		out.buf = append(s.appendUnescaped(out.buf, head, text, t, false), tail...)
 		s.keepShape(t, line[len(dataPrefix):], s.fast.gen, true)
-		s.emit(out, from)
+		s.emitSplit(out, from, len(head), len(tail)+1)
 		out.end()
 		switch {
 		case out.err != nil:
@@ -713,6 +717,23 @@ func (s *stream) release(out *flusher, t *textStream) {
 // feeds it to the transcript.
 func (s *stream) emit(out *flusher, from int) {
 	s.keep(out.buf[from:])
+	out.end()
+	s.acct.events++
+}
+
+// emitSplit is emit for a line of the fast path: its first head bytes and
+// last tail bytes are those of its shape (s.fast), the quotes around its
+// text included, the same for every line of the shape.
+func (s *stream) emitSplit(out *flusher, from, head, tail int) {
+	line := out.buf[from:]
+	switch s.kept += len(line); {
+	case s.kept > s.lim.Transcript:
+		s.truncated = true
+	case s.fixed != nil:
+		s.fixed.AppendSplit(line, head, tail, s.fast.gen)
+	default:
+		transcript.AppendLine(s.tr, line)
+	}
 	out.end()
 	s.acct.events++
 }

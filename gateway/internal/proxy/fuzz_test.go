@@ -142,7 +142,8 @@ func rewriteAllBy(t *testing.T, generalOnly bool, read int, payloads ...string) 
 // for the body's end without [DONE]).
 func forwardBody(t *testing.T, generalOnly bool, read int, body string, lim Limits, maxLine int) (forwarded, error) {
 	tr := transcript.NewFixed(nil)
-	s := &stream{acct: accounting{start: time.Now()}, lim: lim, tr: tr, choices: MaxChoices, generalOnly: generalOnly}
+	s := &stream{acct: accounting{start: time.Now()}, lim: lim, generalOnly: generalOnly}
+	s.begin(tr, MaxChoices)
 	rec := httptest.NewRecorder()
 	out := newFlusher(rec, time.Second)
 	up := &shortReads{r: strings.NewReader(body), n: read}

@@ -9,6 +9,8 @@
 package transcript
 
 import (
+	"bytes"
+	"encoding/binary"
 	"regexp"
 	"strings"
 	"sync"
@@ -94,16 +96,40 @@ const inlineBlocks = 16
 // 1,000 to 16,000 events). Blocks hold what arrived, and cost grows with
 // it linearly.
 //
+// A forwarding loop that builds a run of lines from one shape's head and
+// tail (a chunk's bytes around its text, the same in every chunk of the
+// run) says so (AppendSplit), and Fixed keeps that shape's ends once and
+// then only what lies between them: about a tenth of the bytes of the
+// lab's chunks, in memory and in copying.
+//
 // A stream makes 1 allocation (the Fixed), plus one each time its list of
 // blocks doubles past inlineBlocks, plus each block its Pool could not
-// lend: none for an ordinary stream once the gateway is warm.
+// lend: none for an ordinary stream once the gateway is warm. Split lines
+// add the copy of their shape's ends, grown at most a few times.
 type Fixed struct {
 	pool   *Pool
 	inline [inlineBlocks]*block
 	blocks []*block // inline's, until it is full
 	last   int      // bytes used in the last block
-	n      int
+	n      int      // the transcript's length, what String returns
+	// head and tail are the ends of the shape last kept by AppendSplit,
+	// shape its number, and shaped says one was.
+	head, tail []byte
+	shape      uint64
+	shaped     bool
 }
+
+// What the blocks hold: payloads, each followed by a space, as String
+// returns them, and between them records that start with a byte no line
+// holds (a line ends at CR or LF), each with lengths as uvarints:
+//   - markShape, the ends of a shape: the head's length and bytes, then
+//     the tail's;
+//   - markMiddle, a payload of the last shape: its middle's length and
+//     bytes, stored without the ends.
+const (
+	markShape  = '\r'
+	markMiddle = '\n'
+)
 
 // Pool lends Fixed transcripts their blocks and takes them back on Release,
 // so a gateway's blocks are reused across streams. The zero Pool is ready.
@@ -117,7 +143,7 @@ func NewFixed(pool *Pool) *Fixed {
 	return t
 }
 
-// Append adds the payload of one `data: ` line.
+// Append adds the payload of one `data: ` line. A line holds no CR or LF.
 func (t *Fixed) Append(e string) {
 	if !strings.HasPrefix(e, "data: ") {
 		return
@@ -135,8 +161,58 @@ func (t *Fixed) Append(e string) {
 	}
 	t.write(p)
 	t.write(" ")
+	t.n += len(p) + 1
 }
 
+// AppendSplit adds the payload of one `data: ` line, as Append does, given
+// that its first head bytes and its last tail bytes are the ends of shape
+// number shape: lines given the same number (not 0) have the same ends, as
+// the chunks of one shape have for the gateway's scanner. When shape is the
+// last split line's, only the middle is kept again. The number spares a
+// comparison of the ends, which cost as much as copying them; a line whose
+// split points do not fit it is kept whole.
+func (t *Fixed) AppendSplit(line []byte, head, tail int, shape uint64) {
+	if !bytes.HasPrefix(line, dataPrefix) || head < len(dataPrefix) || tail < 0 || head+tail > len(line) {
+		AppendLine(t, line)
+		return
+	}
+	h, middle, tl := line[len(dataPrefix):head], line[head:len(line)-tail], line[len(line)-tail:]
+	if shape == 0 || shape != t.shape || len(h) != len(t.head) || len(tl) != len(t.tail) {
+		t.head, t.tail, t.shape = append(t.head[:0], h...), append(t.tail[:0], tl...), shape
+		t.shaped = true
+		t.record(markShape, h)
+		t.writeBytes(binary.AppendUvarint(nil, uint64(len(tl))))
+		t.writeBytes(tl)
+	}
+	t.record(markMiddle, middle)
+	t.n += len(line) - len(dataPrefix) + 1
+}
+
+var dataPrefix = []byte("data: ")
+
+// record writes a mark, the length of b and b. The common middle fits in
+// the last block: one copy, no call.
+func (t *Fixed) record(mark byte, b []byte) {
+	if n := len(t.blocks); n > 0 && t.last+len(b)+1+binary.MaxVarintLen64 <= BlockBytes {
+		blk := t.blocks[n-1]
+		blk[t.last] = mark
+		w := 1 + binary.PutUvarint(blk[t.last+1:], uint64(len(b)))
+		t.last += w + copy(blk[t.last+w:], b)
+		return
+	}
+	var hdr [1 + binary.MaxVarintLen64]byte
+	hdr[0] = mark
+	t.writeBytes(hdr[:1+binary.PutUvarint(hdr[1:], uint64(len(b)))])
+	t.writeBytes(b)
+}
+
+func (t *Fixed) writeBytes(b []byte) {
+	if len(b) > 0 {
+		t.write(unsafe.String(&b[0], len(b)))
+	}
+}
+
+// write stores s in the blocks, opening blocks as they fill.
 func (t *Fixed) write(s string) {
 	for len(s) > 0 {
 		if len(t.blocks) == 0 || t.last == BlockBytes {
@@ -145,7 +221,6 @@ func (t *Fixed) write(s string) {
 		}
 		c := copy(t.blocks[len(t.blocks)-1][t.last:], s)
 		t.last += c
-		t.n += c
 		s = s[c:]
 	}
 }
@@ -162,18 +237,64 @@ func (t *Fixed) get() *block {
 // Len is the transcript's length in bytes.
 func (t *Fixed) Len() int { return t.n }
 
-// String joins the blocks: one allocation of the transcript's length.
+// String joins the blocks, each split line made whole again: one
+// allocation of the transcript's length, and one of what the blocks hold
+// when they hold split lines.
 func (t *Fixed) String() string {
 	var b strings.Builder
 	b.Grow(t.n)
-	for i, blk := range t.blocks {
-		if i == len(t.blocks)-1 {
-			b.Write(blk[:t.last])
-		} else {
-			b.Write(blk[:])
+	if !t.shaped {
+		for i := range t.blocks {
+			b.Write(t.stored(i))
 		}
+		return b.String()
+	}
+	var enc []byte
+	for i := range t.blocks {
+		enc = append(enc, t.stored(i)...)
+	}
+	var head, tail []byte
+	for len(enc) > 0 {
+		i := bytes.IndexAny(enc, "\r\n")
+		if i < 0 {
+			b.Write(enc)
+			break
+		}
+		b.Write(enc[:i])
+		mark := enc[i]
+		enc = enc[i+1:]
+		var field []byte
+		if field, enc = lengthPrefixed(enc); mark == markShape {
+			head = field
+			tail, enc = lengthPrefixed(enc)
+			continue
+		}
+		b.Write(head)
+		b.Write(field)
+		b.Write(tail)
+		b.WriteByte(' ')
 	}
 	return b.String()
+}
+
+// stored is what the i-th block holds.
+func (t *Fixed) stored(i int) []byte {
+	if i == len(t.blocks)-1 {
+		return t.blocks[i][:t.last]
+	}
+	return t.blocks[i][:]
+}
+
+// lengthPrefixed splits a uvarint length and that many bytes off b. Fixed
+// wrote b, so it is whole; were it not, what is there is returned.
+func lengthPrefixed(b []byte) (field, rest []byte) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 {
+		return nil, nil
+	}
+	b = b[w:]
+	n = min(n, uint64(len(b)))
+	return b[:n], b[n:]
 }
 
 // Release gives the blocks back to the pool and empties the transcript.
@@ -186,6 +307,7 @@ func (t *Fixed) Release() {
 	}
 	t.inline = [inlineBlocks]*block{}
 	t.blocks, t.last, t.n = t.inline[:0], 0, 0
+	t.head, t.tail, t.shape, t.shaped = t.head[:0], t.tail[:0], 0, false
 }
 
 // ParseStreamBaseline is the write-up's parseStreamBaseline over a whole stream.

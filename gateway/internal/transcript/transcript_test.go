@@ -177,3 +177,88 @@ func BenchmarkParse(b *testing.B) {
 		b.Run(fmt.Sprintf("fixed/events=%d", n), func(b *testing.B) { benchmarkParser(b, ParseStreamFixed, n) })
 	}
 }
+
+// A split line is kept as the whole line would be: the shape's ends once,
+// then middles, across blocks, between whole lines, with ends that change
+// and split points that do not fit the line.
+func TestAppendSplitKeepsWhatAppendWould(t *testing.T) {
+	var lines []string
+	split, whole := NewFixed(nil), NewFixed(nil)
+	// At most what the blocks should hold: each middle with its mark and
+	// length, each whole line, and each shape's ends (a few).
+	bound := 0
+	shape := uint64(1)
+	add := func(line string, head, tail int) {
+		lines = append(lines, line)
+		if head+tail <= len(line) && head > 0 {
+			bound += len(line) - head - tail + 3
+		} else {
+			bound += len(line)
+		}
+		split.AppendSplit([]byte(line), head, tail, shape)
+		AppendLine(whole, []byte(line))
+	}
+	head, tail := `data: {"choices":[{"delta":{"content":"`, `"}}]}`
+	for i := range 3000 { // ~50 bytes of middles a line: ~40 blocks' worth whole
+		tok := strings.Repeat("y", i%97)
+		add(head+tok+tail, len(head), len(tail))
+		switch i % 500 {
+		case 7:
+			add(`data: {"other":1}`, 0, 0) // whole, between split lines
+			add("event: x", 0, 0)          // no data line: kept by neither
+		case 11:
+			head = fmt.Sprintf(`data: {"id":"c%d","choices":[{"delta":{"content":"`, i) // a new shape
+			shape++
+		case 13:
+			add(head+tok+tail, len(head)+len(tok)+len(tail)+1, 0) // ends past the line: kept whole
+		}
+	}
+	if got, want := split.String(), whole.String(); got != want {
+		t.Fatalf("split lines read back differently:\n got %.300q\nwant %.300q", got, want)
+	}
+	if got, want := split.String(), ParseStreamFixed(lines); got != want || split.Len() != len(want) {
+		t.Fatalf("the transcript is not the write-up's (Len %d, want %d)", split.Len(), len(want))
+	}
+	if stored := len(split.blocks); stored > bound/BlockBytes+2 {
+		t.Errorf("split lines took %d blocks, whole lines %d, middles about %d: the ends are stored again", stored, len(whole.blocks), bound/BlockBytes+1)
+	}
+	split.Release()
+	if split.String() != "" || split.Len() != 0 {
+		t.Error("Release left the transcript non-empty")
+	}
+	split.AppendSplit([]byte(head+"z"+tail), len(head), len(tail), shape)
+	if got, want := split.String(), head[len("data: "):]+"z"+tail+" "; got != want {
+		t.Errorf("after Release: %q, want %q", got, want)
+	}
+}
+
+// FuzzAppendSplit feeds lines with any split points, numbering each pair
+// of ends as a caller must: what Fixed returns is what the whole lines
+// make.
+func FuzzAppendSplit(f *testing.F) {
+	f.Add("data: {\"a\":\"b\"}", 9, 3, uint8(3))
+	f.Add("data: ", 6, 0, uint8(1))
+	f.Fuzz(func(t *testing.T, line string, head, tail int, n uint8) {
+		if strings.ContainsAny(line, "\r\n") {
+			return // no line holds one
+		}
+		split, whole := NewFixed(nil), NewFixed(nil)
+		shapes := map[string]uint64{}
+		for i := range int(n) {
+			l := line + strings.Repeat("x", i%3)
+			var shape uint64
+			if head >= 0 && tail >= 0 && head+tail <= len(l) {
+				ends := l[:head] + "\x00" + l[len(l)-tail:]
+				if shape = shapes[ends]; shape == 0 {
+					shape = uint64(len(shapes) + 1)
+					shapes[ends] = shape
+				}
+			}
+			split.AppendSplit([]byte(l), head, tail, shape)
+			AppendLine(whole, []byte(l))
+		}
+		if got, want := split.String(), whole.String(); got != want || split.Len() != len(want) {
+			t.Fatalf("got %q (Len %d), want %q", got, split.Len(), want)
+		}
+	})
+}

@@ -19,7 +19,8 @@ import (
 
 // Transcript accumulates the audit transcript of one stream.
 //
-// Append must copy whatever it keeps: the gateway passes a view of its reused
+// Append takes one line, which holds no CR or LF (they end lines), and
+// must copy whatever it keeps: the gateway passes a view of its reused
 // read buffer, not a fresh string, so that the fixed build allocates nothing
 // per event. Release gives back what the transcript holds when its stream
 // has ended; the transcript is not used after it.
@@ -104,18 +105,17 @@ const inlineBlocks = 16
 //
 // A stream makes 1 allocation (the Fixed), plus one each time its list of
 // blocks doubles past inlineBlocks, plus each block its Pool could not
-// lend: none for an ordinary stream once the gateway is warm. Split lines
-// add the copy of their shape's ends, grown at most a few times.
+// lend: none for an ordinary stream once the gateway is warm.
 type Fixed struct {
 	pool   *Pool
 	inline [inlineBlocks]*block
 	blocks []*block // inline's, until it is full
 	last   int      // bytes used in the last block
 	n      int      // the transcript's length, what String returns
-	// head and tail are the ends of the shape last kept by AppendSplit,
-	// shape its number, and shaped says one was.
-	head, tail []byte
+	// shape is the number of the shape last kept by AppendSplit, head and
+	// tail the lengths of its ends, and shaped says one was.
 	shape      uint64
+	head, tail int
 	shaped     bool
 }
 
@@ -177,11 +177,11 @@ func (t *Fixed) AppendSplit(line []byte, head, tail int, shape uint64) {
 		return
 	}
 	h, middle, tl := line[len(dataPrefix):head], line[head:len(line)-tail], line[len(line)-tail:]
-	if shape == 0 || shape != t.shape || len(h) != len(t.head) || len(tl) != len(t.tail) {
-		t.head, t.tail, t.shape = append(t.head[:0], h...), append(t.tail[:0], tl...), shape
-		t.shaped = true
+	if shape == 0 || shape != t.shape || len(h) != t.head || len(tl) != t.tail {
+		t.shape, t.head, t.tail, t.shaped = shape, len(h), len(tl), true
 		t.record(markShape, h)
-		t.writeBytes(binary.AppendUvarint(nil, uint64(len(tl))))
+		var n [binary.MaxVarintLen64]byte
+		t.writeBytes(n[:binary.PutUvarint(n[:], uint64(len(tl)))])
 		t.writeBytes(tl)
 	}
 	t.record(markMiddle, middle)
@@ -249,7 +249,7 @@ func (t *Fixed) String() string {
 		}
 		return b.String()
 	}
-	var enc []byte
+	enc := make([]byte, 0, (len(t.blocks)-1)*BlockBytes+t.last)
 	for i := range t.blocks {
 		enc = append(enc, t.stored(i)...)
 	}
@@ -307,7 +307,7 @@ func (t *Fixed) Release() {
 	}
 	t.inline = [inlineBlocks]*block{}
 	t.blocks, t.last, t.n = t.inline[:0], 0, 0
-	t.head, t.tail, t.shape, t.shaped = t.head[:0], t.tail[:0], 0, false
+	t.shape, t.head, t.tail, t.shaped = 0, 0, 0, false
 }
 
 // ParseStreamBaseline is the write-up's parseStreamBaseline over a whole stream.

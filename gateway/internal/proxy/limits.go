@@ -11,8 +11,8 @@ import (
 // the reason stream_limit, as an upstream failure (an ordinary generation
 // is far under each). Zero fields take the defaults noted on each.
 //
-// Together they bound a stream's memory: its fixed read and write buffers
-// (64 and 36 KiB), the transcript (Transcript), what its text streams keep
+// Together they bound a stream's memory: its read buffer (64 KiB) and,
+// while a burst lasts, its write buffer (68 KiB), the transcript (Transcript), what its text streams keep
 // between events (Held: each one's held tail and the chunk it was held in,
 // whose shape the tail goes out in), scratch buffers (the chunk scanner's, the
 // decoder's, the redactors') that are let go after

@@ -172,7 +172,8 @@ func (t *Fixed) Append(e string) {
 // comparison of the ends, which cost as much as copying them; a line whose
 // split points do not fit it is kept whole.
 func (t *Fixed) AppendSplit(line []byte, head, tail int, shape uint64) {
-	if !bytes.HasPrefix(line, dataPrefix) || head < len(dataPrefix) || tail < 0 || head+tail > len(line) {
+	// The prefix is compared as a constant string: inline, no call.
+	if head < len(dataPrefix) || tail < 0 || head+tail > len(line) || string(line[:len(dataPrefix)]) != "data: " {
 		AppendLine(t, line)
 		return
 	}
@@ -188,7 +189,7 @@ func (t *Fixed) AppendSplit(line []byte, head, tail int, shape uint64) {
 	t.n += len(line) - len(dataPrefix) + 1
 }
 
-var dataPrefix = []byte("data: ")
+const dataPrefix = "data: "
 
 // record writes a mark, the length of b and b. The common middle fits in
 // the last block: one copy, no call.

@@ -271,7 +271,7 @@ func (s *Scanner) sameShape(payload []byte) bool {
 	}
 	escaped := false
 	// Most tokens are plain ASCII: no byte of theirs needs a closer look.
-	if !Plain(payload[start+1 : end-1]) {
+	if !plain(payload[start+1 : end-1]) {
 		e, esc, err := stringEndChecked(payload, start)
 		if err != nil || e != end {
 			return false
@@ -655,10 +655,10 @@ var special = func() (t [256]bool) {
 	return t
 }()
 
-// Plain reports whether b, put between quotes, is a JSON string that
+// plain reports whether b, put between quotes, is a JSON string that
 // needs no closer look: no control character, quote, backslash or byte of
 // a multi-byte character, so no escape to decode and no UTF-8 to check.
-func Plain(b []byte) bool {
+func plain(b []byte) bool {
 	for _, c := range b {
 		if special[c] {
 			return false

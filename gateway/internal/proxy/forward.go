@@ -530,7 +530,8 @@ func (s *stream) rewrite(dst, payload []byte, spans []chunk.Span) []byte {
 // escapes, its opening quote included), then the text redacted by t
 // straight into the line, then the closing quote; finished says the text is
 // its stream's last, so nothing is held back. Both paths build such a
-// text's part of the line here, so both count and redact it alike.
+// text's part of the line here, so both count and redact it alike; tokens
+// does the same with the redactor's plain check (Redactor.RedactPlain).
 func (s *stream) appendUnescaped(out, head, text []byte, t *textStream, finished bool) []byte {
 	out = append(out, head...)
 	if !t.key.Field.Generated() {
@@ -636,14 +637,21 @@ func (s *stream) tokens(dec *sse.Decoder, out *flusher) error {
 		if end < len(head) || line[end] != '"' || !bytes.HasPrefix(line, head) || !bytes.Equal(line[end+1:], tail) {
 			return nil
 		}
+		// The text is redacted into the line as appendUnescaped would,
+		// by a redactor that checks it is plain as it scans it: a line
+		// whose text is not plain is left as it is, to Next.
 		text := line[len(head):end]
-		if !chunk.Plain(text) {
+		from := len(out.buf)
+		red, plain := t.red.RedactPlain(append(out.buf, head...), text)
+		if !plain {
 			return nil
 		}
 		taken += n + 2
 		s.read++
-		from := len(out.buf)
-		out.buf = append(s.appendUnescaped(out.buf, head, text, t, false), tail...)
+		if len(text) > 0 {
+			s.acct.token()
+		}
+		out.buf = append(append(red, '"'), tail...)
 		s.keepShape(t, line[len(dataPrefix):], s.fast.gen, true)
 		s.emitSplit(out, from, len(head), len(tail)+1)
 		out.end()

@@ -74,23 +74,54 @@ func (r *Redactor) Counts() [NumKinds]int { return r.counts }
 // or a control character, and it never splits a multi-byte character. Text that is its own JSON string content
 // therefore redacts to its own JSON string content.
 func (r *Redactor) Redact(dst, text []byte) []byte {
-	// The common token: no byte a match needs, here or held, so nothing
-	// matches, and the tail to hold starts inside text. Its runs are those
-	// of pending+text, found without joining the two.
 	if r.plain {
-		if starts, h, n := runs(text); !starts && h > 0 && n > 0 {
-			h = min(h, numberFrom(text, n))
-			if len(text)-h > MaxHold {
-				h = len(text)
-			}
-			dst = append(append(dst, r.pending...), text[:h]...)
-			if len(r.pending)+h > 0 {
-				r.prev = dst[len(dst)-1]
-			}
-			r.hold(text[h:])
-			return dst
+		if seen, h, n := runs(text); seen&clStarter == 0 && h > 0 && n > 0 {
+			return r.releaseCommon(dst, text, h, n)
 		}
 	}
+	return r.redact(dst, text)
+}
+
+// RedactPlain is Redact for a text its caller forwards only if it is plain:
+// bytes from space to DEL but a quote or a backslash, the content of a
+// JSON string as it stands. For any other text it appends nothing, changes
+// nothing and reports false. The check rides on the scan Redact makes of
+// the common token anyway, so a forwarding loop's fast path reads each
+// token once, not once to check it and once to redact it.
+func (r *Redactor) RedactPlain(dst, text []byte) ([]byte, bool) {
+	if r.plain {
+		seen, h, n := runs(text)
+		switch {
+		case seen&clNotPlain != 0:
+			return dst, false
+		case seen&clStarter == 0 && h > 0 && n > 0:
+			return r.releaseCommon(dst, text, h, n), true
+		}
+	} else if !plain(text) {
+		return dst, false
+	}
+	return r.redact(dst, text), true
+}
+
+// releaseCommon is Redact for the common token: no byte a match needs,
+// here or held, so nothing matches, and the tail to hold starts inside
+// text, after h and n, where its runs begin (runs). Those are the runs of
+// pending+text, found without joining the two.
+func (r *Redactor) releaseCommon(dst, text []byte, h, n int) []byte {
+	h = min(h, numberFrom(text, n))
+	if len(text)-h > MaxHold {
+		h = len(text)
+	}
+	// h > 0, as n > 0. The last byte released is read from text, not from
+	// dst, whose copy may not have reached memory.
+	r.prev = text[h-1]
+	dst = append(append(dst, r.pending...), text[:h]...)
+	r.hold(text[h:])
+	return dst
+}
+
+// redact is Redact's general path.
+func (r *Redactor) redact(dst, text []byte) []byte {
 	r.work = append(append(r.work[:0], r.pending...), text...)
 	w := r.work
 	r.matches = scan(r.matches[:0], w, r.prev)
@@ -187,15 +218,16 @@ func Text(text []byte) ([]byte, [NumKinds]int) {
 // Byte classes, so each test the redactor makes on every byte of every
 // token is one table load.
 const (
-	clAlnum   = 1 << iota
-	clDigit   // 0-9
-	clLocal   // an address's local part
-	clDomain  // an address's domain
-	clKey     // an API key after "sk-"
-	clNumSep  // a separator inside a phone or card number
-	clStarter // a byte no match is without (starters)
-	clHeldA   // of the run held back as a possible address or key
-	clHeldN   // of the run held back as a possible number
+	clAlnum    = 1 << iota
+	clDigit    // 0-9
+	clLocal    // an address's local part
+	clDomain   // an address's domain
+	clKey      // an API key after "sk-"
+	clNumSep   // a separator inside a phone or card number
+	clStarter  // a byte no match is without (starters)
+	clHeldA    // of the run held back as a possible address or key
+	clHeldN    // of the run held back as a possible number
+	clNotPlain // a byte a plain text has not (RedactPlain)
 )
 
 var class = func() (t [256]uint16) {
@@ -217,6 +249,7 @@ var class = func() (t [256]uint16) {
 		set(clStarter, '0' <= b && b <= '9' || b == '@' || b == '-')
 		set(clHeldA, t[c]&clLocal != 0 || b == '@')
 		set(clHeldN, t[c]&(clDigit|clNumSep) != 0 || b == '+')
+		set(clNotPlain, b < 0x20 || b == '"' || b == '\\' || b >= utf8.RuneSelf)
 		// Bytes of a multi-byte character may be of a digit: its
 		// continuation bytes are held with a number's run (numberFrom
 		// starts a number only at a whole character), and the first bytes
@@ -294,12 +327,12 @@ func holdStart(w []byte) int {
 	return min(h, numberFrom(w, n))
 }
 
-// runs looks at w in one pass: whether it holds a byte a match needs
-// (mayStart), and where its trailing runs begin — of address or key
-// characters (h), and of number characters and separators (n). A run that
-// reaches 0 may go on in what came before w.
-func runs(w []byte) (starts bool, h, n int) {
-	var seen uint16
+// runs looks at w in one pass: which classes its bytes are of (seen; a
+// byte of clStarter is one a match needs, see mayStart), and where its
+// trailing runs begin — of address or key characters (h), and of number
+// characters and separators (n). A run that reaches 0 may go on in what
+// came before w.
+func runs(w []byte) (seen uint16, h, n int) {
 	for i, c := range w {
 		k := class[c]
 		seen |= k
@@ -310,7 +343,17 @@ func runs(w []byte) (starts bool, h, n int) {
 			n = i + 1
 		}
 	}
-	return seen&clStarter != 0, h, n
+	return seen, h, n
+}
+
+// plain says w has no byte of clNotPlain (RedactPlain).
+func plain(w []byte) bool {
+	for _, c := range w {
+		if class[c]&clNotPlain != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // numberFrom returns where a number may begin in the run from n: a run of

@@ -222,3 +222,51 @@ func TestJoinedSpansTellsAMatchAcrossPieces(t *testing.T) {
 		}
 	}
 }
+
+// RedactPlain is Redact for a plain text, and for any other leaves the
+// redactor as it was: fed the same pieces, one redactor through
+// RedactPlain (Redact where it refuses) and one through Redact release
+// the same bytes after every piece.
+func FuzzRedactPlain(f *testing.F) {
+	f.Add(" the| gateway| mail| bob|@example.com| ok", 0)
+	f.Add(" call| 555| 123| 4567|\"|\\n| caf\u00e9| \u0664\u0661\u0665|\x01", 1)
+	f.Add(" key| sk-|abcdefghij|klmnopqrst|u done| \x7f", 2)
+	f.Add(" mail| bob|\"x| caf\u00e9|.org", 0) // refused while a word is held
+	f.Fuzz(func(t *testing.T, text string, flush int) {
+		var plainR, r Redactor
+		for i, piece := range strings.Split(text, "|") {
+			p := []byte(piece)
+			want := r.Redact(nil, p)
+			got, ok := plainR.RedactPlain([]byte("kept"), p)
+			if ok != isPlainText(p) {
+				t.Fatalf("piece %d %q: plain = %v", i, piece, ok)
+			}
+			if !ok {
+				if string(got) != "kept" {
+					t.Fatalf("piece %d %q: refused, but appended %q", i, piece, got[4:])
+				}
+				got = append(got, plainR.Redact(nil, p)...)
+			}
+			if string(got[4:]) != string(want) {
+				t.Fatalf("piece %d %q: RedactPlain released %q, Redact %q", i, piece, got[4:], want)
+			}
+			if flush > 0 && i%flush == 0 && string(plainR.Flush(nil)) != string(r.Flush(nil)) {
+				t.Fatalf("piece %d %q: the held tails differ", i, piece)
+			}
+		}
+		if a, b := plainR.Flush(nil), r.Flush(nil); string(a) != string(b) || plainR.Counts() != r.Counts() {
+			t.Fatalf("end: %q %v, want %q %v", a, plainR.Counts(), b, r.Counts())
+		}
+	})
+}
+
+// isPlainText is RedactPlain's word for plain, spelled out: bytes from
+// space to DEL, but a quote or a backslash.
+func isPlainText(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}

@@ -71,6 +71,12 @@ func (f *flusher) line(b []byte) {
 // end ends the line appended to buf.
 func (f *flusher) end() {
 	f.buf = append(f.buf, '\n')
+	f.spill()
+}
+
+// spill writes the buffer once it holds writeAt bytes: the forwarding loop
+// calls it after each line it ended itself.
+func (f *flusher) spill() {
 	if len(f.buf) >= writeAt {
 		f.write()
 	}

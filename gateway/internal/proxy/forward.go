@@ -63,10 +63,11 @@ type tokenShape struct {
 	gen    uint64
 	stream int
 	head   []byte
-	// tail is the line after the text's closing quote, and served says
+	// end is the rest of the event after the text: its closing quote,
+	// the line after it, the line's LF and the blank line's. served says
 	// the last event was this shape's, forwarded by commonToken: the run
 	// of such events after it may go by tokens.
-	tail   []byte
+	end    []byte
 	served bool
 }
 
@@ -560,11 +561,16 @@ func (s *stream) keepTemplate(t *textStream, payload []byte) {
 // shape it had walked before when hit.
 func (s *stream) keepShape(t *textStream, payload []byte, gen uint64, hit bool) {
 	if t.red.Pending() && !(hit && t.tmplGen == gen) {
-		grown := cap(t.tmpl)
-		t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
-		if s.held += cap(t.tmpl) - grown; s.held > s.lim.Held {
-			s.over = limitError{fmt.Sprintf("%d bytes held for redaction between events", s.lim.Held)}
-		}
+		s.keepCopy(t, payload, gen)
+	}
+}
+
+// keepCopy makes payload t's release template.
+func (s *stream) keepCopy(t *textStream, payload []byte, gen uint64) {
+	grown := cap(t.tmpl)
+	t.tmpl, t.tmplGen = append(t.tmpl[:0], payload...), gen
+	if s.held += cap(t.tmpl) - grown; s.held > s.lim.Held {
+		s.over = limitError{fmt.Sprintf("%d bytes held for redaction between events", s.lim.Held)}
 	}
 }
 
@@ -596,7 +602,7 @@ func (s *stream) commonToken(out *flusher, ev *sse.Event, payload []byte, spans 
 		}
 		s.fast.stream, s.fast.gen = i, gen
 		s.fast.head = append(append(s.fast.head[:0], dataPrefix...), payload[:sp.Start+1]...)
-		s.fast.tail = append(s.fast.tail[:0], payload[sp.End:]...)
+		s.fast.end = append(append(s.fast.end[:0], payload[sp.End-1:]...), "\n\n"...)
 	}
 	s.fast.served = true
 	t := s.texts[s.fast.stream]
@@ -622,7 +628,8 @@ func (s *stream) commonToken(out *flusher, ev *sse.Event, payload []byte, spans 
 // FuzzRewriter holds its streams to the general path's, as commonToken's.
 func (s *stream) tokens(dec *sse.Decoder, out *flusher) error {
 	b, maxLine := dec.Ahead()
-	head, tail := s.fast.head, s.fast.tail
+	head, end := s.fast.head, s.fast.end
+	after := end[:len(end)-2] // the text's closing quote and the rest of its line
 	t := s.texts[s.fast.stream]
 	taken := 0
 	defer func() { dec.Skip(taken) }()
@@ -633,14 +640,14 @@ func (s *stream) tokens(dec *sse.Decoder, out *flusher) error {
 			return nil
 		}
 		line := rest[:n]
-		end := len(line) - len(tail) - 1 // the text's closing quote
-		if end < len(head) || line[end] != '"' || !bytes.HasPrefix(line, head) || !bytes.Equal(line[end+1:], tail) {
+		at := len(line) - len(after) // where the text's closing quote is
+		if at < len(head) || !bytes.HasPrefix(line, head) || !bytes.Equal(line[at:], after) {
 			return nil
 		}
 		// The text is redacted into the line as appendUnescaped would,
 		// by a redactor that checks it is plain as it scans it: a line
 		// whose text is not plain is left as it is, to Next.
-		text := line[len(head):end]
+		text := line[len(head):at]
 		from := len(out.buf)
 		red, plain := t.red.RedactPlain(append(out.buf, head...), text)
 		if !plain {
@@ -651,10 +658,15 @@ func (s *stream) tokens(dec *sse.Decoder, out *flusher) error {
 		if len(text) > 0 {
 			s.acct.token()
 		}
-		out.buf = append(append(red, '"'), tail...)
-		s.keepShape(t, line[len(dataPrefix):], s.fast.gen, true)
-		s.emitSplit(out, from, len(head), len(tail)+1)
-		out.end()
+		if t.tmplGen != s.fast.gen && t.red.Pending() { // keepShape's test, inline
+			s.keepCopy(t, line[len(dataPrefix):], s.fast.gen)
+		}
+		// The event's end is appended at once, its two LFs with it; the
+		// transcript is given the line without them.
+		out.buf = append(red, end...)
+		s.keepSplit(out.buf[from:len(out.buf)-2], len(head), len(after))
+		s.acct.events++
+		out.spill()
 		switch {
 		case out.err != nil:
 			return out.err
@@ -729,11 +741,17 @@ func (s *stream) emit(out *flusher, from int) {
 	s.acct.events++
 }
 
-// emitSplit is emit for a line of the fast path: its first head bytes and
+// emitSplit is emit for a line of the fast path (keepSplit).
+func (s *stream) emitSplit(out *flusher, from, head, tail int) {
+	s.keepSplit(out.buf[from:], head, tail)
+	out.end()
+	s.acct.events++
+}
+
+// keepSplit is keep for a line of the fast path: its first head bytes and
 // last tail bytes are those of its shape (s.fast), the quotes around its
 // text included, the same for every line of the shape.
-func (s *stream) emitSplit(out *flusher, from, head, tail int) {
-	line := out.buf[from:]
+func (s *stream) keepSplit(line []byte, head, tail int) {
 	switch s.kept += len(line); {
 	case s.kept > s.lim.Transcript:
 		s.truncated = true
@@ -742,8 +760,6 @@ func (s *stream) emitSplit(out *flusher, from, head, tail int) {
 	default:
 		transcript.AppendLine(s.tr, line)
 	}
-	out.end()
-	s.acct.events++
 }
 
 // keep feeds line to the transcript while it is under its limit.

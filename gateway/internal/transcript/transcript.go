@@ -172,6 +172,13 @@ func (t *Fixed) Append(e string) {
 // comparison of the ends, which cost as much as copying them; a line whose
 // split points do not fit it is kept whole.
 func (t *Fixed) AppendSplit(line []byte, head, tail int, shape uint64) {
+	// The common line: one of the shape kept last, whose ends were checked
+	// with the shape's first line.
+	if shape != 0 && shape == t.shape && head-len(dataPrefix) == t.head && tail == t.tail && head+tail <= len(line) {
+		t.record(markMiddle, line[head:len(line)-tail])
+		t.n += len(line) - len(dataPrefix) + 1
+		return
+	}
 	// The prefix is compared as a constant string: inline, no call.
 	if head < len(dataPrefix) || tail < 0 || head+tail > len(line) || string(line[:len(dataPrefix)]) != "data: " {
 		AppendLine(t, line)
@@ -191,14 +198,14 @@ func (t *Fixed) AppendSplit(line []byte, head, tail int, shape uint64) {
 
 const dataPrefix = "data: "
 
-// record writes a mark, the length of b and b. The common middle fits in
-// the last block: one copy, no call.
+// record writes a mark, the length of b and b. The common middle is
+// shorter than 128 bytes, a length of one byte, and fits in the last
+// block: two stores and one copy, no call.
 func (t *Fixed) record(mark byte, b []byte) {
-	if n := len(t.blocks); n > 0 && t.last+len(b)+1+binary.MaxVarintLen64 <= BlockBytes {
+	if n := len(t.blocks); n > 0 && len(b) < 0x80 && t.last+2+len(b) <= BlockBytes {
 		blk := t.blocks[n-1]
-		blk[t.last] = mark
-		w := 1 + binary.PutUvarint(blk[t.last+1:], uint64(len(b)))
-		t.last += w + copy(blk[t.last+w:], b)
+		blk[t.last], blk[t.last+1] = mark, byte(len(b)) // a uvarint of one byte
+		t.last += 2 + copy(blk[t.last+2:], b)
 		return
 	}
 	var hdr [1 + binary.MaxVarintLen64]byte

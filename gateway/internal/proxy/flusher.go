@@ -24,6 +24,9 @@ type flusher struct {
 	buf     []byte
 	timeout time.Duration
 	err     error
+	// http1 says w is net/http's HTTP/1 response, where a write larger
+	// than directWrite reaches the connection within the write (flush).
+	http1 bool
 }
 
 // writeAt is how much a burst buffers before it is written without waiting
@@ -121,9 +124,25 @@ func (f *flusher) deadline() {
 	}
 }
 
+// directWrite is the size past which a write to net/http's HTTP/1 response
+// reaches the connection before the write returns. The response buffers 2
+// KiB before its chunk writer, and the connection 4 KiB after it; a longer
+// write passes the first, fills the second behind the chunk's size line
+// (and a CRLF of the chunk before), which is written out, and its rest,
+// over 4 KiB, is written straight to the socket. All that is left in the
+// buffer is the CRLF that ends the chunk. TestABurstNeedsNoFlush holds
+// net/http to it.
+const directWrite = 8 << 10
+
 // flush sends what is buffered, and gives the buffer back until the next
 // event (take). A client that takes no bytes for the timeout is given up,
 // so a stalled reader cannot hold a stream open.
+//
+// After a write past directWrite it does not flush net/http's buffer: the
+// data is on the connection, and the flush would cost a syscall and a
+// packet for the CRLF alone (a third of a burst's writes), which the next
+// chunk, or the end of the response, sends anyway. A client reads a chunk's
+// data as it comes, not when its CRLF does.
 func (f *flusher) flush() error {
 	defer f.release()
 	if f.err != nil {
@@ -132,7 +151,8 @@ func (f *flusher) flush() error {
 	if f.deadline(); f.err != nil {
 		return f.err
 	}
-	if f.send(); f.err != nil {
+	direct := f.http1 && len(f.buf) > directWrite
+	if f.send(); f.err != nil || direct {
 		return f.err
 	}
 	if err := f.rc.Flush(); err != nil {

@@ -105,6 +105,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, s *stream, req *
 	w.WriteHeader(http.StatusOK)
 	s.begin(h.cfg.NewTranscript(), req.choices)
 	out := newFlusher(w, h.cfg.ClientWriteTimeout)
+	out.http1 = r.ProtoMajor == 1
 	defer out.done()
 	// Before a read that may block, what is written must not wait on it,
 	// nor what was forwarded go uncounted while it waits.

@@ -16,9 +16,10 @@ package redact
 
 import (
 	"bytes"
-	"encoding/binary"
 	"unicode"
 	"unicode/utf8"
+
+	"burnlab/gateway/internal/wordcopy"
 )
 
 // Kind is a class of PII.
@@ -75,7 +76,7 @@ func (r *Redactor) Counts() [NumKinds]int { return r.counts }
 // or a control character, and it never splits a multi-byte character. Text that is its own JSON string content
 // therefore redacts to its own JSON string content.
 //
-// It may write dst's spare capacity past what it appends (appendShort).
+// It may write dst's spare capacity past what it appends (wordcopy.Append).
 func (r *Redactor) Redact(dst, text []byte) []byte {
 	if r.plain {
 		if seen, h, n := runs(text); seen&clStarter == 0 && h > 0 && n > 0 {
@@ -118,29 +119,13 @@ func (r *Redactor) releaseCommon(dst, text []byte, h, n int) []byte {
 	// h > 0, as n > 0. The last byte released is read from text, not from
 	// dst, whose copy may not have reached memory.
 	r.prev = text[h-1]
-	dst = appendShort(appendShort(dst, r.pending), text[:h])
+	dst = wordcopy.Append(wordcopy.Append(dst, r.pending), text[:h])
 	if tail := text[h:]; len(tail) <= cap(r.pending) {
-		r.pending = appendShort(r.pending[:0], tail)
+		r.pending = wordcopy.Append(r.pending[:0], tail)
 	} else {
 		r.hold(tail)
 	}
 	return dst
-}
-
-// appendShort is append(dst, b...) that copies a b of up to 16 bytes as
-// two 8-byte words when b's array and dst's spare room both hold 16: no
-// call and no branch on the length, where a token's few bytes cost
-// memmove a call and a branch on their size each, three times a token. It
-// may write dst's spare room past what it appends.
-func appendShort(dst, b []byte) []byte {
-	n := len(dst)
-	if len(b) > 16 || cap(b) < 16 || cap(dst)-n < 16 {
-		return append(dst, b...)
-	}
-	d, s := dst[n:n+16], b[:16]
-	binary.LittleEndian.PutUint64(d, binary.LittleEndian.Uint64(s))
-	binary.LittleEndian.PutUint64(d[8:], binary.LittleEndian.Uint64(s[8:]))
-	return dst[:n+len(b)]
 }
 
 // redact is Redact's general path.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"burnlab/gateway/internal/wordcopy"
 )
 
 // Transcript accumulates the audit transcript of one stream.
@@ -203,9 +205,10 @@ const dataPrefix = "data: "
 // block: two stores and one copy, no call.
 func (t *Fixed) record(mark byte, b []byte) {
 	if n := len(t.blocks); n > 0 && len(b) < 0x80 && t.last+2+len(b) <= BlockBytes {
-		blk := t.blocks[n-1]
+		blk := t.blocks[n-1][:t.last+2]
 		blk[t.last], blk[t.last+1] = mark, byte(len(b)) // a uvarint of one byte
-		t.last += 2 + copy(blk[t.last+2:], b)
+		wordcopy.Append(blk, b)                         // the block's spare room holds nothing
+		t.last += 2 + len(b)
 		return
 	}
 	var hdr [1 + binary.MaxVarintLen64]byte

@@ -9,8 +9,9 @@ import (
 )
 
 // flusher coalesces the lines written to a client: they collect in a buffer
-// while upstream bytes are already at hand, and go out in one write and one
-// flush when the loop is about to wait on the upstream again. Events that
+// while upstream bytes are already at hand, and go out in one write, and a
+// flush where one is needed (flush), when the loop is about to wait on the
+// upstream again. Events that
 // arrive in bursts then cost no syscall each, and none waits on a read.
 //
 // The buffer is a plain slice the forwarding loop builds its lines in,

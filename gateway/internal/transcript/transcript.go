@@ -206,7 +206,7 @@ const dataPrefix = "data: "
 func (t *Fixed) record(mark byte, b []byte) {
 	if n := len(t.blocks); n > 0 && len(b) < 0x80 && t.last+2+len(b) <= BlockBytes {
 		blk := t.blocks[n-1][:t.last+2]
-		blk[t.last], blk[t.last+1] = mark, byte(len(b)) // a uvarint of one byte
+		blk[t.last], blk[t.last+1] = mark, byte(len(b)) //nolint:gosec // G115: under 0x80, a uvarint of one byte
 		wordcopy.Append(blk, b)                         // the block's spare room holds nothing
 		t.last += 2 + len(b)
 		return

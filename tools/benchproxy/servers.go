@@ -173,7 +173,9 @@ func proxyHandler(h http.Handler) http.Handler {
 // as the gateway must to redact and count: the upstream's answer read line
 // by line into buffers reused for the whole stream (no allocation per
 // event), written on as it came, and flushed where an event ends with
-// nothing more from the upstream buffered, as the gateway flushes. It does
+// nothing more from the upstream buffered, as the gateway flushes: not
+// after a write over 8 KiB, which net/http has put on the socket already
+// but for the chunk's CRLF. It does
 // nothing else: no JSON, no redaction, no accounting, no transcript, so
 // the CPU the gateway costs over it is what those cost, and its CPU over
 // the ReverseProxy's is the least any such proxy costs on this machine.
@@ -237,11 +239,12 @@ func scanEvents(w http.ResponseWriter, body io.Reader) error {
 			err = nil
 		}
 		if err != nil || end || len(out) >= writeAt {
+			direct := len(out) > 8<<10
 			if _, werr := w.Write(out); werr != nil {
 				return nil
 			}
 			out = out[:0]
-			if (err != nil || end) && rc.Flush() != nil {
+			if (err != nil || end) && !direct && rc.Flush() != nil {
 				return nil
 			}
 		}

@@ -21,7 +21,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "machine: %d CPUs, %s, %s, %s%s\n", m.CPUs, m.CPU, m.Kernel, m.Go, nginx)
 	fmt.Fprintf(w, "revision: %s; started %s (load average %s), took %s\n", r.Gateway, r.Started.Format("2006-01-02 15:04 MST"), m.Load, r.Elapsed)
 	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Target == Scanner }) {
-		fmt.Fprintf(w, "%s: reads each event into reused buffers, flushing as the gateway does, and does nothing else (no JSON, redaction, accounting or transcript): the least CPU a proxy that redacts per event costs\n", Scanner)
+		fmt.Fprintf(w, "%s: reads each event into reused buffers, flushing as the gateway does (none after a write over 8 KiB), and does nothing else (no JSON, redaction, accounting or transcript): the least CPU a proxy that redacts per event costs\n", Scanner)
 	}
 	if slices.ContainsFunc(r.Rows, func(row Row) bool { return row.Target == Untraced }) {
 		fmt.Fprintf(w, "%s: the fixed gateway with its flight recorder off (-flight-recorder 0); %s keeps the last 10 s of execution trace, as deployed\n", Untraced, Fixed)

@@ -131,8 +131,12 @@ func (f *flusher) deadline() {
 // write passes the first, fills the second behind the chunk's size line
 // (and a CRLF of the chunk before), which is written out, and its rest,
 // over 4 KiB, is written straight to the socket. All that is left in the
-// buffer is the CRLF that ends the chunk. TestABurstNeedsNoFlush holds
-// net/http to it.
+// buffer is the CRLF that ends the chunk. That needs the 2 KiB buffer
+// empty when the write comes: it is, as every write the flusher makes is
+// either flushed or a mid-burst one of writeAt bytes, itself past it. And
+// it needs w to be net/http's response itself, as the gateway's server
+// hands it over (shared/service), not one behind a buffering wrapper.
+// TestABurstNeedsNoFlush holds net/http to it.
 const directWrite = 8 << 10
 
 // flush sends what is buffered, and gives the buffer back until the next

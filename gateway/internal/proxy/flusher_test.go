@@ -13,15 +13,17 @@ import (
 
 // A burst past directWrite is on the connection when its flush returns,
 // with no flush of net/http's buffer: the client reads all of it while the
-// handler waits, as on an upstream that pauses. And what the flush spares
-// is the write of the chunk's CRLF alone, which a flush of every burst
-// would make (the second case shows that write, so the test can tell).
+// handler waits, as on an upstream that pauses. The first burst goes out
+// with the response's header, the second after a chunk whose CRLF waits.
+// And what the flush spares is the write of the chunk's CRLF alone, which
+// a flush of every burst makes (the last case shows that write, so the
+// test can tell).
 func TestABurstNeedsNoFlush(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		http1     bool
 		size      int
-		crlfAlone bool // the last write of the flush is the chunk's CRLF alone
+		crlfAlone bool // the last write of each flush is the chunk's CRLF alone
 	}{
 		{"skipped, smallest", true, directWrite + 1, false},
 		{"skipped, large", true, 3 * writeAt, false},
@@ -30,44 +32,52 @@ func TestABurstNeedsNoFlush(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			event := []byte("data: {\"x\":1}\n\n")
 			burst := bytes.Repeat(event, c.size/len(event)+1)[:c.size]
-			wait := make(chan struct{})
+			const bursts = 2
+			flushed, next := make(chan error, bursts), make(chan struct{})
 			var conns writeLog
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				out := newFlusher(w, time.Minute)
 				out.http1 = c.http1 && r.ProtoMajor == 1
-				out.take()
-				out.buf = append(out.buf, burst...)
-				conns.mark()
-				if err := out.flush(); err != nil {
-					t.Error(err)
+				for range bursts {
+					out.take()
+					out.buf = append(out.buf, burst...)
+					conns.mark()
+					err := out.flush()
+					conns.mark()
+					flushed <- err
+					<-next // the upstream pauses
 				}
-				conns.mark()
-				<-wait // the upstream pauses
 			}))
 			srv.Listener = logListener{srv.Listener, &conns}
 			srv.Start()
 			defer srv.Close()
-			defer close(wait)
+			defer close(next)
 
 			resp, err := http.Get(srv.URL)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			got := make([]byte, len(burst))
-			read := make(chan error, 1)
-			go func() { _, err := io.ReadFull(resp.Body, got); read <- err }()
-			select {
-			case err := <-read:
-				if err != nil || !bytes.Equal(got, burst) {
-					t.Fatalf("read %v; the bytes match: %v", err, bytes.Equal(got, burst))
+			for i := range bursts {
+				got := make([]byte, len(burst))
+				read := make(chan error, 1)
+				go func() { _, err := io.ReadFull(resp.Body, got); read <- err }()
+				select {
+				case err := <-read:
+					if err != nil || !bytes.Equal(got, burst) {
+						t.Fatalf("burst %d: read %v; the bytes match: %v", i, err, bytes.Equal(got, burst))
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatalf("burst %d: %d bytes flushed did not reach the client while the handler waited", i, len(burst))
 				}
-			case <-time.After(20 * time.Second):
-				t.Fatalf("%d bytes flushed did not reach the client while the handler waited", len(burst))
-			}
-			last := conns.lastOfFlush()
-			if crlf := string(last) == "\r\n"; crlf != c.crlfAlone {
-				t.Errorf("the flush's last write was %d bytes ending %q; want the CRLF alone: %v", len(last), last[max(0, len(last)-8):], c.crlfAlone)
+				if err := <-flushed; err != nil { // the flush's writes are all logged
+					t.Fatal(err)
+				}
+				last := conns.lastOfFlush(i)
+				if crlf := string(last) == "\r\n"; crlf != c.crlfAlone {
+					t.Errorf("burst %d: the flush's last write was %d bytes ending %q; want the CRLF alone: %v", i, len(last), last[max(0, len(last)-8):], c.crlfAlone)
+				}
+				next <- struct{}{}
 			}
 		})
 	}
@@ -93,14 +103,14 @@ func (l *writeLog) mark() {
 	l.marks = append(l.marks, len(l.writes))
 }
 
-// lastOfFlush is the last write between the two marks.
-func (l *writeLog) lastOfFlush() []byte {
+// lastOfFlush is the last write of the i-th flush, between its marks.
+func (l *writeLog) lastOfFlush(i int) []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.marks) < 2 || l.marks[1] == l.marks[0] {
+	if len(l.marks) < 2*i+2 || l.marks[2*i+1] == l.marks[2*i] {
 		return nil
 	}
-	return l.writes[l.marks[1]-1]
+	return l.writes[l.marks[2*i+1]-1]
 }
 
 type logListener struct {

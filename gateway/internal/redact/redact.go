@@ -117,7 +117,8 @@ func (r *Redactor) releaseCommon(dst, text []byte, h, n int) []byte {
 		h = len(text)
 	}
 	// h > 0, as n > 0. The last byte released is read from text, not from
-	// dst, whose copy may not have reached memory.
+	// dst: a load of a byte just stored waits on the store (store
+	// forwarding), where text's was read already.
 	r.prev = text[h-1]
 	dst = wordcopy.Append(wordcopy.Append(dst, r.pending), text[:h])
 	if tail := text[h:]; len(tail) <= cap(r.pending) {

@@ -10,7 +10,8 @@ import "encoding/binary"
 // Append is append(dst, b...) that copies a b of up to 16 bytes as two
 // 8-byte words when b's array and dst's spare room both hold 16: no call
 // and no branch on the length. It may write dst's spare room past what it
-// appends, so dst's spare room must hold nothing the caller keeps.
+// appends, so dst's spare room must hold nothing the caller keeps, and b
+// must not lie in it.
 func Append(dst, b []byte) []byte {
 	n := len(dst)
 	if len(b) > 16 || cap(b) < 16 || cap(dst)-n < 16 {
